@@ -1,0 +1,21 @@
+# Compiler launcher, linker and warning flags shared by every target.
+find_program(LAZYJIT_CCACHE ccache)
+if(LAZYJIT_CCACHE)
+  set(CMAKE_C_COMPILER_LAUNCHER ${LAZYJIT_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${LAZYJIT_CCACHE})
+endif()
+
+find_program(LAZYJIT_LLD ld.lld)
+if(LAZYJIT_LLD)
+  add_link_options(-fuse-ld=lld)
+endif()
+
+add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+if(LAZYJIT_WERROR)
+  add_compile_options(-Werror)
+endif()
+
+if(LAZYJIT_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

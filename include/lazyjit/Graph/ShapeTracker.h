@@ -1,0 +1,66 @@
+// A ShapeTracker: a stack of Views that maps a tensor's index space onto its buffer without copies
+// (reference shape/shapetracker.py). Only the last view is live; each view's flat index addresses the
+// view below it, down to views[0], which indexes the buffer.
+#pragma once
+
+#include "lazyjit/Graph/View.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+struct ShapeTracker {
+  std::vector<View> views;
+
+  static ShapeTracker fromShape(const Shape &shape);
+
+  const Shape &shape() const { return views.back().shape; }
+  bool contiguous() const { return views.size() == 1 && views[0].contiguous; }
+  /// The extent of the buffer this tracker touches: max(idx)+1 over the shape (ignores masks).
+  int64_t size() const;
+
+  // Movement ops. They throw ShapeError naming the op and the shapes on bad arguments.
+  ShapeTracker pad(const PadArg &arg) const;
+  ShapeTracker shrink(const PadArg &arg) const;
+  ShapeTracker expand(const Shape &newShape) const;
+  ShapeTracker permute(const std::vector<int64_t> &axis) const;
+  ShapeTracker stride(const std::vector<int64_t> &mul) const;
+  ShapeTracker reshape(const Shape &newShape) const;
+
+  /// Merges the last two views while the result is exact.
+  ShapeTracker simplify() const;
+
+  /// Index and validity expressions over per-dimension index nodes (default: `idx0..idxN-1`).
+  std::pair<NodeRef, NodeRef> exprIdxs(std::optional<std::vector<NodeRef>> idxs = std::nullopt) const;
+  /// Index and validity over one flat index variable (default: Variable("idx", 0, prod-1)).
+  std::pair<NodeRef, NodeRef> exprNode(NodeRef idx = nullptr) const;
+
+  /// Per-axis strides when they are exact, nullopt where an axis is masked or non-affine.
+  std::vector<std::optional<SInt>> realStrides(bool ignoreValid = false) const;
+  std::vector<int64_t> unitStrideAxes(bool ignoreValid = false) const;
+  bool axisIsMasked(int64_t axis) const;
+
+  std::vector<NodeRef> vars() const;
+  /// Bound variables: expr name -> (unbound variable, value).
+  std::map<std::string, std::pair<NodeRef, int64_t>> varVals() const;
+  ShapeTracker unbind() const;
+
+  bool operator==(const ShapeTracker &o) const { return views == o.views; }
+  bool operator!=(const ShapeTracker &o) const { return !(*this == o); }
+  size_t hash() const;
+  std::string repr() const;
+};
+
+/// Groups old axes so that each new dim is a product of consecutive old dims; nullopt otherwise.
+std::optional<std::vector<std::vector<int64_t>>> getContraction(const Shape &oldShape,
+                                                               const Shape &newShape);
+
+/// The validity and index node helpers of one view (used by ShapeTracker and tests).
+NodeRef exprNodeMask(const View &view, const NodeRef &idx, const NodeRef &valid = nullptr);
+NodeRef exprNodeOfView(const View &view, NodeRef idx = nullptr);
+NodeRef exprIdxsOfView(const View &view, const std::vector<NodeRef> &idxs);
+
+} // namespace lazyjit

@@ -1,0 +1,176 @@
+// The symbolic index algebra: immutable nodes over integer variables, simplified on construction.
+//
+// This is the reference's shape/symbolic.py, ported rule for rule, because its simplifications
+// decide view merging, real strides and the quality of every index expression. Values are
+// Python-like: an `SInt` is either a plain integer or a Node (the reference's `sint`), and the
+// operators on SInt dispatch exactly as Python's do (int op int, int op Node -> Node.__rop__,
+// Node op x -> the node type's own rule). Comparisons return an SInt (0/1 or an LtNode), and
+// `truthy()` is Python's bool().
+//
+// Node kinds (reference semantics, notes §4):
+//  - Variable(expr, min, max): a named integer in [min, max]; `bind` attaches a value.
+//  - NumNode(b): a constant.
+//  - MulNode(a, b), DivNode(a, b), ModNode(a, b), LtNode(a, b): binary nodes; b is an int, or a
+//    Node for symbolic strides.
+//  - SumNode(nodes), AndNode(nodes): n-ary; rendered with children sorted as strings.
+// Equality and hashing go through the DEBUG render (`key()`), as in the reference.
+#pragma once
+
+#include "lazyjit/Support/Error.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+class Node;
+using NodeRef = std::shared_ptr<const Node>;
+
+/// Python's `int | Node`.
+class SInt {
+public:
+  SInt() = default;
+  SInt(int v) : i(v) {}
+  SInt(long v) : i(v) {}
+  SInt(long long v) : i(static_cast<int64_t>(v)) {}
+  SInt(unsigned v) : i(v) {}
+  SInt(unsigned long v) : i(static_cast<int64_t>(v)) {}
+  SInt(NodeRef node) : n(std::move(node)) {}
+
+  bool isInt() const { return !n; }
+  bool isNode() const { return static_cast<bool>(n); }
+  int64_t asInt() const; ///< the integer; throws if this is a node
+  const NodeRef &node() const { return n; }
+  /// The node, making a NumNode of an int.
+  NodeRef toNode() const;
+
+  /// The normal render (`((idx0*4)+idx1)`), or the integer.
+  std::string render() const;
+  /// Python's str(): ints as decimal, nodes as `<key>`.
+  std::string str() const;
+
+private:
+  int64_t i = 0;
+  NodeRef n;
+};
+
+using Shape = std::vector<SInt>;
+
+enum class NodeKind : uint8_t { Variable, Num, Mul, Div, Mod, Lt, Sum, And };
+
+class Node : public std::enable_shared_from_this<Node> {
+public:
+  NodeKind kind;
+  SInt min, max;
+  // Variable
+  std::optional<std::string> expr;
+  // NumNode value (kind Num); the `b` of binary nodes is `b` below.
+  int64_t num = 0;
+  // Mul/Div/Mod/Lt
+  NodeRef a;
+  SInt b;
+  // Sum/And
+  std::vector<NodeRef> nodes;
+
+  Node(NodeKind k) : kind(k) {}
+  ~Node();
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+
+  bool isNum() const { return kind == NodeKind::Num; }
+  bool isVar() const { return kind == NodeKind::Variable; }
+
+  /// The bound value of a Variable, if any.
+  std::optional<int64_t> boundValue() const;
+  /// Binds a Variable to `v` (the reference mutates the variable object). Returns the variable.
+  NodeRef bind(int64_t v) const;
+  /// An unbound copy of a bound Variable, and its value.
+  std::pair<NodeRef, int64_t> unbindVar() const;
+
+  /// DEBUG render: variables as `a[0-8]` or `a[0-8=3]`; the identity of the node.
+  const std::string &key() const;
+  /// Normal render, as in the reference's render_python with ctx=None.
+  const std::string &render() const;
+  size_t hash() const;
+
+  /// The Variables in this node (deduplicated by key, in first-seen order).
+  std::vector<NodeRef> vars() const;
+  /// Rebuilds the node with variables replaced (by key); the result is simplified again.
+  NodeRef substitute(const std::map<std::string, NodeRef> &byKey) const;
+  /// Replaces every bound variable with its unbound copy.
+  NodeRef unbind() const;
+  /// The flattened terms of a SumNode.
+  std::vector<NodeRef> flatComponents() const;
+
+  NodeRef self() const { return shared_from_this(); }
+
+private:
+  mutable std::optional<int64_t> val;
+  mutable std::atomic<const std::string *> keyCache{nullptr};
+  mutable std::atomic<const std::string *> renderCache{nullptr};
+  std::string computeRender(bool debug) const;
+};
+
+// ---- construction -------------------------------------------------------------------------
+
+NodeRef numNode(int64_t v);
+/// Variable(expr, min, max); returns a NumNode when min == max (as the reference does).
+NodeRef variable(std::optional<std::string> expr, SInt min, SInt max);
+/// Node.sum: flattens, folds constants and groups equal terms.
+NodeRef sumNodes(const std::vector<NodeRef> &nodes);
+/// Node.ands.
+NodeRef andNodes(const std::vector<NodeRef> &nodes);
+/// create_rednode(SumNode | AndNode, nodes), no regrouping.
+NodeRef createSumNode(const std::vector<NodeRef> &nodes);
+NodeRef createAndNode(const std::vector<NodeRef> &nodes);
+/// Direct constructors (no simplification), for tests that build nodes by hand.
+NodeRef rawMulNode(NodeRef a, SInt b);
+NodeRef rawSumNode(const std::vector<NodeRef> &nodes);
+
+// ---- Python-semantics operators on SInt ----------------------------------------------------
+
+SInt operator+(const SInt &x, const SInt &y);
+SInt operator-(const SInt &x, const SInt &y);
+SInt operator*(const SInt &x, const SInt &y);
+SInt operator-(const SInt &x);
+/// Python `x // y`.
+SInt floordiv(const SInt &x, const SInt &y);
+/// Python `x % y`.
+SInt mod(const SInt &x, const SInt &y);
+/// Python comparisons: 0/1 for ints, a node (often folded to a NumNode) otherwise.
+SInt lt(const SInt &x, const SInt &y);
+SInt le(const SInt &x, const SInt &y);
+SInt gt(const SInt &x, const SInt &y);
+SInt ge(const SInt &x, const SInt &y);
+/// Python `==` between int/Node values.
+bool pyEq(const SInt &x, const SInt &y);
+inline bool pyNe(const SInt &x, const SInt &y) { return !pyEq(x, y); }
+/// Python bool(): ints are true when nonzero; a node is false only when it is the constant 0.
+bool truthy(const SInt &x);
+/// Python builtins max(x, y) / min(x, y) over int/Node values.
+SInt pyMax(const SInt &x, const SInt &y);
+SInt pyMin(const SInt &x, const SInt &y);
+
+/// The reference's sym_infer: substitutes the values and requires a constant.
+int64_t symInfer(const SInt &x, const std::map<std::string, int64_t> &valuesByName);
+/// Evaluates a node with integer values for its variables (by expr name); Python floor semantics.
+int64_t evalNode(const Node &n, const std::map<std::string, int64_t> &valuesByName);
+
+/// Strict structural identity of values: ints by value, nodes by key (Python's == for Nodes).
+inline bool operator==(const SInt &x, const SInt &y) { return pyEq(x, y); }
+inline bool operator!=(const SInt &x, const SInt &y) { return !pyEq(x, y); }
+
+bool allInt(const Shape &s);
+/// The product of a shape (Python's prod, start 1).
+SInt prod(const Shape &s);
+int64_t prodInt(const Shape &s);
+std::string renderShape(const Shape &s);
+size_t hashSInt(const SInt &x);
+size_t hashShape(const Shape &s);
+
+} // namespace lazyjit

@@ -1,0 +1,57 @@
+// Every environment knob of lazyjit, parsed once. No other file calls getenv.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace lazyjit {
+
+struct Config {
+  int debug = 0;                         ///< DEBUG: 0..5, what is logged to stderr
+  int opt = 2;                           ///< OPT: the reference's fusion level 0..4
+  bool lazyCache = true;                 ///< LAZYCACHE: dedup identical lazy ops
+  int64_t reduceSplitThreshold = 32768;  ///< REDUCEOP_SPLIT_THRESHOLD
+  bool mergeView = true;                 ///< MERGE_VIEW: fold reshapes into the last view
+  bool noopt = false;                    ///< NOOPT: no kernel optimizations
+  int threads = 0;                       ///< THREADS: CPU worker threads (0: all cores)
+  std::string device;                    ///< DEVICE: default device ("" = CPU)
+  int llvmOptLevel = 2;                  ///< LLVMOPT: LLVM pipeline level 0..3
+  std::string cacheDir;                  ///< LAZYJIT_CACHE (else XDG_CACHE_HOME/lazyjit, ~/.cache/lazyjit)
+  bool diskCache = true;                 ///< DISABLE_COMPILER_CACHE=1 turns it off
+  std::string graphPath;                 ///< GRAPH: write the lazy graph as Graphviz here
+  std::string cudaArch;                  ///< CUDA_ARCH: override the sm_XX used for PTX
+
+  /// Parses the process environment. A bad value throws lazyjit::Error naming the variable.
+  static Config fromEnvironment();
+  /// Parses from a lookup function (used by tests).
+  template <typename Lookup> static Config parse(Lookup &&lookup);
+};
+
+/// The process-wide configuration, parsed from the environment on first use.
+const Config &config();
+/// Replaces the process-wide configuration (tools apply their flags, tests their levels).
+void setConfig(const Config &c);
+
+/// Restores the previous configuration when it goes out of scope.
+class ScopedConfig {
+public:
+  explicit ScopedConfig(const Config &c);
+  ~ScopedConfig();
+  ScopedConfig(const ScopedConfig &) = delete;
+  ScopedConfig &operator=(const ScopedConfig &) = delete;
+
+private:
+  Config saved;
+};
+
+namespace detail {
+Config parseConfig(const std::function<std::optional<std::string>(const char *)> &lookup);
+}
+
+template <typename Lookup> Config Config::parse(Lookup &&lookup) {
+  return detail::parseConfig(lookup);
+}
+
+} // namespace lazyjit

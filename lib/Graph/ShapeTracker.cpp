@@ -1,0 +1,288 @@
+// ShapeTracker: movement ops on a stack of views, index/validity expressions, real strides and view
+// merging (reference shape/shapetracker.py).
+#include "lazyjit/Graph/ShapeTracker.h"
+#include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/Math.h"
+
+#include <algorithm>
+
+namespace lazyjit {
+
+namespace {
+
+NodeRef idxVar(size_t i, const SInt &s) { return variable("idx" + std::to_string(i), 0, s - 1); }
+
+std::vector<NodeRef> defaultIdxs(const Shape &shape) {
+  std::vector<NodeRef> out;
+  for (size_t i = 0; i < shape.size(); ++i) out.push_back(idxVar(i, shape[i]));
+  return out;
+}
+
+NodeRef asNodeV(const SInt &x) { return x.toNode(); }
+
+// idxs_to_idx: the row-major flat index of per-dimension indices.
+NodeRef idxsToIdx(const Shape &shape, const std::vector<NodeRef> &idxs) {
+  SInt acc = 1;
+  std::vector<NodeRef> ret;
+  for (size_t k = shape.size(); k-- > 0;) {
+    ret.push_back(asNodeV(SInt(idxs[k]) * acc));
+    acc = acc * shape[k];
+  }
+  return sumNodes(ret);
+}
+
+std::pair<NodeRef, NodeRef> exprThroughViews(const std::vector<View> &views, NodeRef idx,
+                                             NodeRef valid) {
+  for (size_t k = views.size() - 1; k-- > 0;) {
+    if (pyEq(valid->max, 0)) return {numNode(-1), valid};
+    valid = exprNodeMask(views[k], idx, valid);
+    idx = exprNodeOfView(views[k], idx);
+  }
+  return {idx, valid};
+}
+
+bool containsZero(const Shape &s) {
+  return std::any_of(s.begin(), s.end(), [](const SInt &x) { return pyEq(x, 0); });
+}
+
+} // namespace
+
+NodeRef exprNodeMask(const View &view, const NodeRef &idx, const NodeRef &valid) {
+  std::vector<NodeRef> expr;
+  if (valid) expr.push_back(valid);
+  if (view.mask) {
+    SInt acc = 1;
+    for (size_t k = view.shape.size(); k-- > 0;) {
+      const SInt &d = view.shape[k];
+      const auto &[x, y] = (*view.mask)[k];
+      if (!(pyEq(x, 0) && pyEq(y, d))) {
+        SInt base = mod(floordiv(SInt(idx), acc), d);
+        expr.push_back(asNodeV(ge(base, x)));
+        expr.push_back(asNodeV(lt(base, y)));
+      }
+      acc = acc * d;
+    }
+  }
+  return andNodes(expr);
+}
+
+NodeRef exprNodeOfView(const View &view, NodeRef idx) {
+  if (!idx) idx = variable("idx", 0, prod(view.shape) - 1);
+  std::vector<NodeRef> ret;
+  if (truthy(view.offset)) ret.push_back(view.offset.toNode());
+  SInt acc = 1;
+  auto merged = mergeDims(view.shape, view.strides);
+  for (auto it = merged.rbegin(); it != merged.rend(); ++it) {
+    const auto &[d, s, real] = *it;
+    ret.push_back(asNodeV(mod(floordiv(SInt(idx), acc), d) * s));
+    acc = acc * d;
+  }
+  return sumNodes(ret);
+}
+
+NodeRef exprIdxsOfView(const View &view, const std::vector<NodeRef> &idxs) {
+  LAZYJIT_INTERNAL_CHECK(idxs.size() == view.shape.size(), "need an idx for all dimensions");
+  std::vector<NodeRef> ret{view.offset.toNode()};
+  for (size_t i = 0; i < idxs.size(); ++i)
+    if (pyNe(view.shape[i], 1) && pyNe(view.strides[i], 0))
+      ret.push_back(asNodeV(SInt(idxs[i]) * view.strides[i]));
+  return sumNodes(ret);
+}
+
+ShapeTracker ShapeTracker::fromShape(const Shape &shape) { return {{View::create(shape)}}; }
+
+int64_t ShapeTracker::size() const {
+  if (containsZero(shape())) return 0;
+  SInt ret = exprIdxs().first->max;
+  while (!ret.isInt()) ret = ret.node()->max;
+  return ret.asInt() + 1;
+}
+
+static ShapeTracker replaceLast(const ShapeTracker &st, View v) {
+  ShapeTracker out = st;
+  out.views.back() = std::move(v);
+  return out;
+}
+
+ShapeTracker ShapeTracker::pad(const PadArg &arg) const { return replaceLast(*this, views.back().pad(arg)); }
+ShapeTracker ShapeTracker::shrink(const PadArg &arg) const {
+  return replaceLast(*this, views.back().shrink(arg));
+}
+ShapeTracker ShapeTracker::expand(const Shape &newShape) const {
+  return replaceLast(*this, views.back().expand(newShape));
+}
+ShapeTracker ShapeTracker::permute(const std::vector<int64_t> &axis) const {
+  return replaceLast(*this, views.back().permute(axis));
+}
+ShapeTracker ShapeTracker::stride(const std::vector<int64_t> &mul) const {
+  return replaceLast(*this, views.back().stride(mul));
+}
+
+ShapeTracker ShapeTracker::reshape(const Shape &newShape) const {
+  if (config().mergeView)
+    if (auto v = views.back().reshape(newShape)) return replaceLast(*this, *v);
+  // The size check of View::reshape runs in both paths so a bad reshape always throws.
+  if (!config().mergeView) (void)views.back().reshape(newShape);
+  ShapeTracker out = *this;
+  out.views.push_back(View::create(newShape));
+  return out;
+}
+
+static std::optional<View> mergeViews(const View &vm2, const View &vm1) {
+  if (vm2.hasMask() || pyNe(vm1.offset, 0)) return std::nullopt;
+  auto rs = ShapeTracker{{vm2, vm1}}.realStrides();
+  Shape strides;
+  for (const auto &s : rs) {
+    if (!s) return std::nullopt;
+    strides.push_back(*s);
+  }
+  return View::create(vm1.shape, strides, vm2.offset, vm1.mask);
+}
+
+ShapeTracker ShapeTracker::simplify() const {
+  ShapeTracker cur = *this;
+  while (cur.views.size() >= 2) {
+    auto merged = mergeViews(cur.views[cur.views.size() - 2], cur.views.back());
+    if (!merged) break;
+    cur.views.pop_back();
+    cur.views.back() = *merged;
+  }
+  return cur;
+}
+
+std::pair<NodeRef, NodeRef> ShapeTracker::exprIdxs(std::optional<std::vector<NodeRef>> idxs) const {
+  std::vector<NodeRef> ix = idxs ? *idxs : defaultIdxs(shape());
+  NodeRef idx = exprIdxsOfView(views.back(), ix);
+  NodeRef valid = exprNodeMask(views.back(), idxsToIdx(views.back().shape, ix));
+  return exprThroughViews(views, idx, valid);
+}
+
+std::pair<NodeRef, NodeRef> ShapeTracker::exprNode(NodeRef idx) const {
+  if (!idx) idx = variable("idx", 0, prod(shape()) - 1);
+  return exprThroughViews(views, exprNodeOfView(views.back(), idx), exprNodeMask(views.back(), idx));
+}
+
+std::vector<std::optional<SInt>> ShapeTracker::realStrides(bool ignoreValid) const {
+  if (views.size() == 1 && !views.back().mask) {
+    std::vector<std::optional<SInt>> out;
+    for (const auto &s : views.back().strides) out.emplace_back(s);
+    return out;
+  }
+  std::vector<NodeRef> idxs = defaultIdxs(shape());
+  auto [idx, valid] = exprIdxs(idxs);
+  std::vector<std::optional<SInt>> ret(views.back().shape.size());
+  std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
+  for (const auto &t : terms) {
+    NodeRef maybeIdx = t;
+    SInt maybeStride = 1;
+    if (t->kind == NodeKind::Mul) {
+      maybeIdx = t->a;
+      maybeStride = t->b;
+    }
+    for (size_t i = 0; i < idxs.size(); ++i) {
+      if (pyEq(idxs[i], maybeIdx)) {
+        ret[i] = maybeStride;
+        break;
+      }
+    }
+  }
+  auto idxVars = idx->vars(), validVars = valid->vars();
+  auto inSet = [](const std::vector<NodeRef> &set, const NodeRef &n) {
+    if (n->isNum()) return false;
+    return std::any_of(set.begin(), set.end(), [&](const NodeRef &v) { return v->key() == n->key(); });
+  };
+  for (size_t i = 0; i < idxs.size(); ++i) {
+    if (inSet(validVars, idxs[i]) && !ignoreValid)
+      ret[i] = std::nullopt;
+    else if (!inSet(idxVars, idxs[i]))
+      ret[i] = SInt(0);
+  }
+  return ret;
+}
+
+std::vector<int64_t> ShapeTracker::unitStrideAxes(bool ignoreValid) const {
+  std::vector<int64_t> out;
+  auto rs = realStrides(ignoreValid);
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (rs[i] && pyEq(*rs[i], 1)) out.push_back(static_cast<int64_t>(i));
+  return out;
+}
+
+bool ShapeTracker::axisIsMasked(int64_t axis) const {
+  auto [idx, valid] = exprIdxs();
+  std::string name = "idx" + std::to_string(axis);
+  for (const auto &v : valid->vars())
+    if (v->expr && *v->expr == name) return true;
+  return false;
+}
+
+std::vector<NodeRef> ShapeTracker::vars() const {
+  std::vector<NodeRef> out;
+  for (const auto &v : views)
+    for (const auto &x : v.vars()) {
+      bool dup = std::any_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->key() == x->key(); });
+      if (!dup) out.push_back(x);
+    }
+  return out;
+}
+
+std::map<std::string, std::pair<NodeRef, int64_t>> ShapeTracker::varVals() const {
+  std::map<std::string, std::pair<NodeRef, int64_t>> out;
+  for (const auto &v : vars()) {
+    if (!v->boundValue()) continue;
+    auto [unbound, val] = v->unbindVar();
+    auto [it, fresh] = out.emplace(*v->expr, std::make_pair(unbound, val));
+    LAZYJIT_USER_CHECK(fresh || it->second.second == val, Error,
+                       "variable {} is bound to both {} and {}", *v->expr, it->second.second, val);
+  }
+  return out;
+}
+
+ShapeTracker ShapeTracker::unbind() const {
+  ShapeTracker out;
+  for (const auto &v : views) out.views.push_back(v.unbind());
+  return out;
+}
+
+size_t ShapeTracker::hash() const {
+  size_t h = views.size();
+  for (const auto &v : views) hashCombine(h, v.hash());
+  return h;
+}
+
+std::string ShapeTracker::repr() const {
+  std::string s = "ShapeTracker(views=(";
+  for (size_t i = 0; i < views.size(); ++i) s += (i ? ", " : "") + views[i].repr();
+  if (views.size() == 1) s += ",";
+  return s + "))";
+}
+
+std::optional<std::vector<std::vector<int64_t>>> getContraction(const Shape &oldShape,
+                                                               const Shape &newShape) {
+  std::vector<SInt> accOld, accNew;
+  SInt a = 1;
+  for (const auto &s : oldShape) accOld.push_back(a = a * s);
+  a = 1;
+  for (const auto &s : newShape) accNew.push_back(a = a * s);
+  std::vector<int64_t> split;
+  for (const auto &acc : accNew) {
+    if (pyEq(acc, 1)) {
+      split.push_back(0);
+      continue;
+    }
+    auto it = std::find_if(accOld.begin(), accOld.end(), [&](const SInt &x) { return pyEq(x, acc); });
+    if (it == accOld.end()) return std::nullopt;
+    split.push_back(static_cast<int64_t>(it - accOld.begin()) + 1);
+  }
+  std::vector<std::vector<int64_t>> out;
+  for (size_t j = 0; j < split.size(); ++j) {
+    int64_t st = j == 0 ? 0 : split[j - 1];
+    int64_t ed = j + 1 < split.size() ? split[j] : static_cast<int64_t>(oldShape.size());
+    std::vector<int64_t> g;
+    for (int64_t k = st; k < ed; ++k) g.push_back(k);
+    out.push_back(g);
+  }
+  return out;
+}
+
+} // namespace lazyjit

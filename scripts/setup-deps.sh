@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages lazyjit needs, only those that are missing (idempotent).
+#   scripts/setup-deps.sh           build + test dependencies
+#   scripts/setup-deps.sh --bench   also the bench peers (Eigen, OpenBLAS)
+set -euo pipefail
+
+pkgs=(cmake ninja-build ccache g++ lld python3
+      llvm-19-dev llvm-19-tools libspdlog-dev libfmt-dev doctest-dev libcli11-dev libzstd-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --bench) pkgs+=(libeigen3-dev libopenblas-dev) ;;
+    *) echo "setup-deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+echo "setup-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,76 @@
+// Config parses every knob once and names the variable in its errors.
+#include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/Error.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using namespace lazyjit;
+
+namespace {
+Config parseFrom(std::map<std::string, std::string> env) {
+  return Config::parse([&](const char *name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  });
+}
+} // namespace
+
+TEST_CASE("Config: defaults match the reference") {
+  Config c = parseFrom({});
+  CHECK(c.debug == 0);
+  CHECK(c.opt == 2);
+  CHECK(c.lazyCache);
+  CHECK(c.reduceSplitThreshold == 32768);
+}
+
+TEST_CASE("Config: knobs are parsed") {
+  Config c = parseFrom({{"DEBUG", "3"}, {"OPT", "4"}, {"LAZYCACHE", "0"},
+                        {"REDUCEOP_SPLIT_THRESHOLD", "100"}, {"THREADS", "2"},
+                        {"LAZYJIT_CACHE", "/tmp/x"}});
+  CHECK(c.debug == 3);
+  CHECK(c.opt == 4);
+  CHECK_FALSE(c.lazyCache);
+  CHECK(c.reduceSplitThreshold == 100);
+  CHECK(c.threads == 2);
+  CHECK(c.cacheDir == "/tmp/x");
+}
+
+TEST_CASE("Config: the cache directory falls back to XDG_CACHE_HOME then HOME") {
+  CHECK(parseFrom({{"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/h"}}).cacheDir == "/xdg/lazyjit");
+  CHECK(parseFrom({{"HOME", "/h"}}).cacheDir == "/h/.cache/lazyjit");
+}
+
+TEST_CASE("Config: a bad value is an error naming the variable") {
+  CHECK_THROWS_WITH_AS(parseFrom({{"OPT", "fast"}}), doctest::Contains("OPT='fast' is not an integer"),
+                       Error);
+  CHECK_THROWS_WITH_AS(parseFrom({{"OPT", "9"}}), doctest::Contains("OPT=9 is out of range"), Error);
+  CHECK_THROWS_WITH_AS(parseFrom({{"DEBUG", ""}}), doctest::Contains("DEBUG"), Error);
+  CHECK_THROWS_WITH_AS(parseFrom({{"LAZYCACHE", "2"}}), doctest::Contains("LAZYCACHE"), Error);
+}
+
+TEST_CASE("Config: ScopedConfig restores the previous configuration") {
+  int before = config().opt;
+  {
+    Config c = config();
+    c.opt = before == 3 ? 1 : 3;
+    ScopedConfig scope(c);
+    CHECK(config().opt == c.opt);
+  }
+  CHECK(config().opt == before);
+}
+
+TEST_CASE("Error: USER_CHECK formats only on failure and keeps the type") {
+  int formatted = 0;
+  auto expensive = [&] {
+    ++formatted;
+    return std::string("x");
+  };
+  LAZYJIT_USER_CHECK(true, ShapeError, "never {}", expensive());
+  CHECK(formatted == 0);
+  CHECK_THROWS_WITH_AS(LAZYJIT_USER_CHECK(false, ShapeError, "reshape: bad {}", expensive()),
+                       "reshape: bad x", ShapeError);
+  CHECK(formatted == 1);
+}
