@@ -1,0 +1,130 @@
+// LazyBuffer: a node of the lazy graph, with the reference's eager rewrites (lazy.py).
+//
+// Every op on a LazyBuffer builds a new node immediately, and the rewrites happen right there:
+// movement ops are pushed through elementwise ops, childless elementwise sources are inlined, and
+// structurally equal ops over the same sources are deduplicated through a weak cache. Which
+// rewrites fire depends on which nodes are still alive (the weak `children` sets), so holding or
+// dropping a reference changes fusion exactly as Python's `del` does in the reference.
+//
+// Memory model: LazyBuffers are shared_ptr nodes; a LazyOp owns its sources; `children` and
+// `views` are weak sets that only count live nodes; the dedup cache holds weak references.
+// The lazy graph is not thread-safe (like the reference under the GIL): build a graph from one
+// thread at a time.
+#pragma once
+
+#include "lazyjit/Graph/LazyOp.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+/// A set of weak references to LazyBuffers with Python WeakSet semantics: identity membership,
+/// and a size that counts live members only.
+class WeakBufferSet {
+public:
+  void add(const LazyBufferRef &b);
+  void discard(const LazyBuffer *b);
+  /// The number of live members.
+  size_t size() const;
+  bool empty() const { return size() == 0; }
+  std::vector<LazyBufferRef> live() const;
+
+private:
+  mutable std::vector<std::pair<const LazyBuffer *, std::weak_ptr<LazyBuffer>>> items;
+  void prune() const;
+};
+
+class LazyBuffer : public std::enable_shared_from_this<LazyBuffer> {
+public:
+  std::string device;
+  ShapeTracker st;
+  Shape shape;
+  OpType optype;
+  /// The op that computes this buffer; null once it is realized (the reference's `del op`).
+  LazyOpRef op;
+  /// The buffer an assign writes into (reference `output_buffer`).
+  std::shared_ptr<Buffer> outputBuffer;
+  WeakBufferSet children;
+  WeakBufferSet views;
+
+  /// The reference's constructor: registers itself as a child of every buffer in `op` and as a
+  /// view of `base`. Use create() or createLazyBuffer().
+  static LazyBufferRef create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
+                              DType dtype, std::shared_ptr<Buffer> realized = nullptr,
+                              LazyBufferRef base = nullptr);
+  LazyBuffer(std::string device, ShapeTracker st, OpType optype, LazyOpRef op, DType dtype,
+             std::shared_ptr<Buffer> realized, LazyBufferRef base);
+
+  LazyBufferRef self() { return shared_from_this(); }
+  const LazyBufferRef &baseRef() const { return base_; }
+  /// The non-view buffer this one reads (itself when it is not a view).
+  LazyBuffer *base() { return base_ ? base_.get() : this; }
+  const LazyBuffer *base() const { return base_ ? base_.get() : this; }
+  LazyBufferRef baseShared() { return base_ ? base_ : shared_from_this(); }
+  bool isView() const { return static_cast<bool>(base_); }
+
+  const std::shared_ptr<Buffer> &realized() const { return base()->realized_; }
+  bool isRealized() const { return static_cast<bool>(base()->realized_); }
+  /// Sets the realized storage (only on non-view buffers).
+  void setRealized(std::shared_ptr<Buffer> b);
+  DType dtype() const { return base()->dtype_; }
+
+  bool isUnrealizedConst() const;
+  bool isUnrealizedContiguousConst() const;
+
+  // ---- creation and special ops ----
+  static LazyBufferRef loadop(Op op, const Shape &shape, DType dtype, const std::string &device,
+                              LazyOpArg arg = {}, LazyBufferRef src = nullptr);
+  /// A constant with this buffer's shape and dtype: a 0-d CONST viewed through a stride-0 expand.
+  LazyBufferRef constLike(double val);
+  LazyBufferRef copyToDevice(const std::string &device);
+  LazyBufferRef contiguous();
+  LazyBufferRef cast(DType dtype, bool bitcast = false);
+
+  // ---- elementwise and reduce ----
+  /// An elementwise op over self and `srcs` (self first).
+  LazyBufferRef e(Op op, const std::vector<LazyBufferRef> &srcs = {}, LazyOpArg arg = {});
+  /// A reduce to `newShape` (1s in the reduced dims), split in two when it is large.
+  LazyBufferRef r(Op op, const Shape &newShape);
+
+  // ---- movement ops ----
+  LazyBufferRef reshape(const Shape &arg);
+  LazyBufferRef pad(const PadArg &arg);
+  LazyBufferRef expand(const Shape &arg);
+  LazyBufferRef permute(const std::vector<int64_t> &arg);
+  LazyBufferRef shrink(const PadArg &arg);
+  LazyBufferRef stride(const std::vector<int64_t> &arg);
+  LazyBufferRef movementOp(Op op, const LazyOpArg &arg);
+
+  std::string repr() const;
+
+private:
+  std::shared_ptr<Buffer> realized_;
+  LazyBufferRef base_;
+  DType dtype_;
+
+  LazyBufferRef reduceOp(Op op, const Shape &newShape);
+  LazyBufferRef applyMovementOp(ShapeTracker st, Op op, LazyOpArg arg);
+};
+
+/// create_lazybuffer: 0-size shapes become a CONST; otherwise deduplicated through the lazy cache.
+LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpType optype,
+                               LazyOpRef op, DType dtype, LazyBufferRef base = nullptr);
+
+/// get_movementroot / get_movementroot_contiguous of the reference.
+LazyBuffer *getMovementRoot(LazyBuffer *root, bool allowContiguous = false);
+LazyBuffer *getMovementRootContiguous(LazyBuffer *x);
+
+/// The fusion flags of the current OPT level (lazy.py), read from Config at each use.
+struct FusionFlags {
+  bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
+  bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;
+  static FusionFlags current();
+};
+
+/// The number of live entries in the dedup cache (for tests).
+size_t lazyCacheSize();
+
+} // namespace lazyjit

@@ -1,0 +1,133 @@
+// LazyOp: the one op-tree type of lazyjit, used both inside the lazy graph (with LazyBuffer
+// leaves) and as the kernel AST after scheduling (with LOAD/CONST leaves and a STORE root).
+//
+// A LazyOp is immutable. Its structural hash is computed once; equality is structural, with
+// LazyBuffer sources compared by identity (as the reference's frozen dataclass does).
+#pragma once
+
+#include "lazyjit/Graph/DType.h"
+#include "lazyjit/Graph/Ops.h"
+#include "lazyjit/Graph/ShapeTracker.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+namespace lazyjit {
+
+class LazyBuffer;
+class LazyOp;
+class Buffer; // runtime storage, defined in lib/Runtime
+using LazyBufferRef = std::shared_ptr<LazyBuffer>;
+using LazyOpRef = std::shared_ptr<const LazyOp>;
+
+/// CAST arg: the target dtype, and whether it is a bitcast.
+struct CastArg {
+  DType dtype;
+  bool bitcast = false;
+  bool operator==(const CastArg &o) const { return dtype == o.dtype && bitcast == o.bitcast; }
+};
+
+/// LOAD and STORE leaves: buffer `idx` (0 is the output) read through `st`.
+struct MemBuffer {
+  int idx = 0;
+  DType dtype;
+  ShapeTracker st;
+  bool operator==(const MemBuffer &o) const {
+    return idx == o.idx && dtype == o.dtype && st == o.st;
+  }
+};
+
+/// CONST leaves: a scalar broadcast through `st` (the value is stored as a double, as the
+/// reference stores float(val)).
+struct ConstBuffer {
+  double val = 0;
+  DType dtype;
+  ShapeTracker st;
+  bool operator==(const ConstBuffer &o) const {
+    return val == o.val && dtype == o.dtype && st == o.st;
+  }
+};
+
+/// A host function run by a CUSTOM load op (Tensor::rand fills its output this way).
+struct CustomOp {
+  std::string name;
+  std::function<void(Buffer &out)> fn;
+};
+using CustomOpRef = std::shared_ptr<const CustomOp>;
+
+/// The op's argument:
+///  - Shape: RESHAPE and EXPAND (new shape), SUM/MAX reduce (output shape with 1s);
+///  - std::vector<int64_t>: PERMUTE (axis order), STRIDE (per-axis step);
+///  - PadArg: PAD and SHRINK (per-axis (begin, end));
+///  - CastArg: CAST; MemBuffer: LOAD/STORE; ConstBuffer: CONST;
+///  - double: LoadOps.CONST value; CustomOpRef: CUSTOM.
+using LazyOpArg = std::variant<std::monostate, Shape, std::vector<int64_t>, PadArg, CastArg,
+                               MemBuffer, ConstBuffer, double, CustomOpRef>;
+
+bool argEqual(const LazyOpArg &a, const LazyOpArg &b);
+size_t argHash(const LazyOpArg &a);
+
+/// A source of a LazyOp: another LazyOp, or a LazyBuffer (a leaf of the lazy graph).
+struct LazySrc {
+  LazyOpRef op;
+  LazyBufferRef buf;
+  LazySrc() = default;
+  LazySrc(LazyOpRef o) : op(std::move(o)) {}
+  LazySrc(LazyBufferRef b) : buf(std::move(b)) {}
+  bool isBuffer() const { return static_cast<bool>(buf); }
+};
+
+class LazyOp {
+public:
+  Op op;
+  std::vector<LazySrc> src;
+  LazyOpArg arg;
+
+  LazyOp(Op op, std::vector<LazySrc> src, LazyOpArg arg = {});
+  static LazyOpRef make(Op op, std::vector<LazySrc> src, LazyOpArg arg = {}) {
+    return std::make_shared<const LazyOp>(op, std::move(src), std::move(arg));
+  }
+
+  size_t hash() const { return hash_; }
+  bool operator==(const LazyOp &o) const;
+  bool operator!=(const LazyOp &o) const { return !(*this == o); }
+
+  /// The leaf LazyBuffers, deduplicated, in DFS order.
+  const std::vector<LazyBufferRef> &buffers() const;
+  /// Every LazyOp node in preorder, duplicates included.
+  std::vector<const LazyOp *> lazyops() const;
+  /// Rebuilds the tree replacing the LazyBuffer leaves found in `mapping`.
+  LazyOpRef mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const;
+  /// Re-applies this elementwise op after applying the movement ops to each leaf (lazy.py).
+  LazyBufferRef replaceWithMovementOps(const std::vector<std::pair<Op, LazyOpArg>> &ops) const;
+
+  const Shape &shapeArg() const { return std::get<Shape>(arg); }
+  const MemBuffer &memBuffer() const { return std::get<MemBuffer>(arg); }
+  const ConstBuffer &constBuffer() const { return std::get<ConstBuffer>(arg); }
+  /// The ShapeTracker of a LOAD/CONST/STORE node.
+  const ShapeTracker &bufferSt() const;
+  DType bufferDType() const;
+
+private:
+  size_t hash_;
+  mutable std::unique_ptr<std::vector<LazyBufferRef>> buffers_;
+};
+
+/// The reference's FlopCounter result for an AST.
+struct LazyOpInfo {
+  Shape shape;
+  DType dtype;
+  SInt flops;
+  std::map<int, int64_t> mem; ///< buffer idx -> bytes
+  int64_t memEstimate() const;
+};
+/// get_lazyop_info: abstract interpretation of an AST (shape, dtype, flops, bytes per buffer).
+LazyOpInfo getLazyOpInfo(const LazyOp &ast);
+/// vars_from_ast: every variable in the AST's ShapeTrackers, sorted by name.
+std::vector<NodeRef> varsFromAst(const LazyOp &ast);
+
+} // namespace lazyjit

@@ -1,0 +1,375 @@
+// Tensor: the model-facing API over the lazy graph, with tinygrad's forward semantics (tensor.py and
+// mlops.py of the reference). Every op checks its arguments at the call and throws a
+// lazyjit::Error subclass naming the op, the shapes and the dtypes. Nothing is computed until
+// realize() or a read-back (toVector, item).
+//
+// Fusion depends on which tensors are alive: an intermediate Tensor you keep (or drop) changes the
+// kernels exactly as keeping (or `del`-ing) it does in the reference.
+#pragma once
+
+#include "lazyjit/Graph/LazyBuffer.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+class Tensor;
+
+/// A Python-style slice or index for Tensor::slice / getitem.
+struct Index {
+  enum class Kind { Int, Slice, NewAxis, Ellipsis };
+  Kind kind = Kind::Slice;
+  int64_t i = 0;
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+
+  static Index at(int64_t i) { return {Kind::Int, i, {}, {}, 1}; }
+  static Index range(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step = 1) {
+    return {Kind::Slice, 0, start, stop, step};
+  }
+  static Index all() { return {}; }
+  static Index newAxis() { return {Kind::NewAxis, 0, {}, {}, 1}; }
+  static Index ellipsis() { return {Kind::Ellipsis, 0, {}, {}, 1}; }
+};
+
+/// Options shared by the creation functions.
+struct TensorOptions {
+  std::optional<DType> dtype;
+  std::optional<std::string> device;
+};
+
+/// A Tensor or a Python-style scalar operand (takes the tensor's dtype, as in the reference).
+/// It holds a Tensor's graph node by reference count, so a temporary operand is released as soon
+/// as the op that consumes it returns.
+class Operand {
+public:
+  Operand(const Tensor &t);
+  Operand(Tensor &&t);
+  Operand(double v) : value(v) {}
+  Operand(float v) : value(v) {}
+  Operand(int v) : value(v) {}
+  Operand(int64_t v) : value(static_cast<double>(v)) {}
+  bool isTensor() const { return static_cast<bool>(lb); }
+  Tensor tensor() const;
+  LazyBufferRef lb;
+  double value = 0;
+};
+
+// Declares a method for lvalue and temporary receivers. On a temporary the receiver is released
+// when the call returns, as Python drops a temporary once it is consumed, so chained expressions
+// (`-y.sum().sqrt()`) fuse exactly as they do in the reference.
+#define LAZYJIT_TENSOR_OP(name, params, args)                                                      \
+  Tensor name params const &;                                                                      \
+  Tensor name params && {                                                                          \
+    Tensor self = std::move(*this);                                                                \
+    return self.name args;                                                                         \
+  }
+
+class Tensor {
+public:
+  Tensor() = default;
+  explicit Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device = std::nullopt);
+  /// A 0-d constant (the reference's Tensor(3.0)): float32 unless a dtype is given.
+  static Tensor scalar(double value, const TensorOptions &opts = {});
+
+  const LazyBufferRef &lazydata() const { return lb; }
+  bool defined() const { return static_cast<bool>(lb); }
+  const Shape &shape() const;
+  DType dtype() const;
+  const std::string &device() const;
+  int64_t ndim() const;
+  SInt numel() const;
+  int64_t elementSize() const { return dtype().itemsize(); }
+  bool isFloatingPoint() const { return dtype().isFloat(); }
+  /// The shape as plain integers; throws if it is symbolic.
+  std::vector<int64_t> intShape() const;
+
+  // ---- data -----------------------------------------------------------------------------------
+  Tensor &realize();
+  static void corealize(const std::vector<Tensor> &tensors);
+  /// Reads the values back (realizing as needed), converted to V, row-major.
+  template <typename V> std::vector<V> toVector() const;
+  template <typename V> V item() const;
+  /// The raw bytes of a contiguous copy in this tensor's dtype.
+  std::vector<uint8_t> toBytes() const;
+  LAZYJIT_TENSOR_OP(to, (const std::string &device), (device))
+  LAZYJIT_TENSOR_OP(detach, (), ())
+  /// Makes this tensor compute `x` (reusing this tensor's buffer when possible).
+  Tensor &assign(const Tensor &x);
+
+  // ---- creation -------------------------------------------------------------------------------
+  /// Host data (size must equal the product of the shape), copied to the device.
+  static Tensor fromBytes(const void *data, size_t bytes, const Shape &shape, DType dtype,
+                          const std::optional<std::string> &device = std::nullopt);
+  template <typename V>
+  static Tensor fromVector(const std::vector<V> &values, const Shape &shape,
+                           const std::optional<std::string> &device = std::nullopt);
+  /// Values given as doubles, stored in `dtype` (default float32), like Tensor([...]).
+  static Tensor fromValues(const std::vector<double> &values, const Shape &shape,
+                           const TensorOptions &opts = {});
+  static Tensor empty(const Shape &shape, const TensorOptions &opts = {});
+  static Tensor full(const Shape &shape, double value, const TensorOptions &opts = {});
+  static Tensor zeros(const Shape &shape, const TensorOptions &opts = {});
+  static Tensor ones(const Shape &shape, const TensorOptions &opts = {});
+  static Tensor arange(double stop, const TensorOptions &opts = {});
+  static Tensor arange(double start, double stop, double step = 1, const TensorOptions &opts = {});
+  static Tensor eye(int64_t dim, const TensorOptions &opts = {});
+  LAZYJIT_TENSOR_OP(fullLike, (double value, const TensorOptions &opts = {}), (value, opts))
+  LAZYJIT_TENSOR_OP(zerosLike, (const TensorOptions &opts = {}), (opts))
+  LAZYJIT_TENSOR_OP(onesLike, (const TensorOptions &opts = {}), (opts))
+  /// Uniform [0, 1) samples. Each call takes the next seed, so a program is reproducible after
+  /// manualSeed.
+  static Tensor rand(const Shape &shape, const TensorOptions &opts = {});
+  static Tensor randn(const Shape &shape, const TensorOptions &opts = {});
+  static Tensor randint(const Shape &shape, int64_t low = 0, int64_t high = 10,
+                        const TensorOptions &opts = {});
+  static Tensor normal(const Shape &shape, double mean = 0, double std = 1,
+                       const TensorOptions &opts = {});
+  static Tensor uniform(const Shape &shape, double low = 0, double high = 1,
+                        const TensorOptions &opts = {});
+  static Tensor scaledUniform(const Shape &shape, const TensorOptions &opts = {});
+  static Tensor glorotUniform(const Shape &shape, const TensorOptions &opts = {});
+  static Tensor kaimingUniform(const Shape &shape, double a = 0.01, const TensorOptions &opts = {});
+  static Tensor kaimingNormal(const Shape &shape, double a = 0.01, const TensorOptions &opts = {});
+  static void manualSeed(uint64_t seed);
+
+  // ---- movement -------------------------------------------------------------------------------
+  /// One dim may be -1.
+  LAZYJIT_TENSOR_OP(reshape, (const Shape &shape), (shape))
+  /// -1 keeps a dim.
+  LAZYJIT_TENSOR_OP(expand, (const Shape &shape), (shape))
+  LAZYJIT_TENSOR_OP(permute, (const std::vector<int64_t> &order), (order))
+  LAZYJIT_TENSOR_OP(flip, (const std::vector<int64_t> &axis), (axis))
+  LAZYJIT_TENSOR_OP(shrink, (const std::vector<std::optional<SIntPair>> &arg), (arg))
+  LAZYJIT_TENSOR_OP(pad, (const std::vector<std::optional<SIntPair>> &arg, double value = 0),
+                    (arg, value))
+  /// Python indexing: ints, slices with steps (negative too), newAxis, ellipsis.
+  LAZYJIT_TENSOR_OP(getitem, (const std::vector<Index> &indices), (indices))
+  /// Indexing with a tensor of int indices along the first dim (the reference's fancy index).
+  LAZYJIT_TENSOR_OP(getitem, (Tensor indices), (std::move(indices)))
+  LAZYJIT_TENSOR_OP(slice, (const std::vector<std::optional<SIntPair>> &arg, double value = 0),
+                    (arg, value))
+  LAZYJIT_TENSOR_OP(gather, (Tensor idx, int64_t dim), (std::move(idx), dim))
+  LAZYJIT_TENSOR_OP(cat, (std::vector<Tensor> others, int64_t dim = 0), (std::move(others), dim))
+  static Tensor stack(std::vector<Tensor> tensors, int64_t dim = 0);
+  LAZYJIT_TENSOR_OP(repeat, (const std::vector<int64_t> &repeats), (repeats))
+  std::vector<Tensor> chunk(int64_t num, int64_t dim = 0) const;
+  LAZYJIT_TENSOR_OP(squeeze, (std::optional<int64_t> dim = std::nullopt), (dim))
+  LAZYJIT_TENSOR_OP(unsqueeze, (int64_t dim), (dim))
+  /// (left, right, top, bottom, ...) padding of the last dims.
+  LAZYJIT_TENSOR_OP(pad2d, (const std::vector<int64_t> &padding, double value = 0), (padding, value))
+  LAZYJIT_TENSOR_OP(T, (), ())
+  LAZYJIT_TENSOR_OP(transpose, (int64_t ax1 = 1, int64_t ax2 = 0), (ax1, ax2))
+  LAZYJIT_TENSOR_OP(flatten, (int64_t startDim = 0), (startDim))
+  LAZYJIT_TENSOR_OP(contiguous, (), ())
+  LAZYJIT_TENSOR_OP(contiguousBackward, (), ())
+
+  // ---- reductions -----------------------------------------------------------------------------
+  using Axes = std::optional<std::vector<int64_t>>;
+  LAZYJIT_TENSOR_OP(sum, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
+  LAZYJIT_TENSOR_OP(max, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
+  LAZYJIT_TENSOR_OP(min, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
+  LAZYJIT_TENSOR_OP(mean, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
+  LAZYJIT_TENSOR_OP(var, (const Axes &axis = std::nullopt, bool keepdim = false,
+                          int64_t correction = 1), (axis, keepdim, correction))
+  LAZYJIT_TENSOR_OP(std, (const Axes &axis = std::nullopt, bool keepdim = false,
+                          int64_t correction = 1), (axis, keepdim, correction))
+  LAZYJIT_TENSOR_OP(softmax, (int64_t axis = -1), (axis))
+  LAZYJIT_TENSOR_OP(logSoftmax, (int64_t axis = -1), (axis))
+  LAZYJIT_TENSOR_OP(argmax, (std::optional<int64_t> axis = std::nullopt, bool keepdim = false),
+                    (axis, keepdim))
+  LAZYJIT_TENSOR_OP(argmin, (std::optional<int64_t> axis = std::nullopt, bool keepdim = false),
+                    (axis, keepdim))
+  LAZYJIT_TENSOR_OP(cumsum, (int64_t axis = 0), (axis))
+  static Tensor einsum(const std::string &formula, std::vector<Tensor> xs);
+
+  // ---- processing -----------------------------------------------------------------------------
+  LAZYJIT_TENSOR_OP(avgPool2d, (const std::vector<int64_t> &kernel = {2, 2},
+                                const std::optional<std::vector<int64_t>> &stride = std::nullopt,
+                                const std::vector<int64_t> &dilation = {1}),
+                    (kernel, stride, dilation))
+  LAZYJIT_TENSOR_OP(maxPool2d, (const std::vector<int64_t> &kernel = {2, 2},
+                                const std::optional<std::vector<int64_t>> &stride = std::nullopt,
+                                const std::vector<int64_t> &dilation = {1}),
+                    (kernel, stride, dilation))
+  /// NCHW convolution; padding is one int, one per spatial dim, or 2 per spatial dim.
+  LAZYJIT_TENSOR_OP(conv2d, (Tensor weight, std::optional<Tensor> bias = std::nullopt,
+                             int64_t groups = 1, const std::vector<int64_t> &stride = {1},
+                             const std::vector<int64_t> &dilation = {1},
+                             const std::vector<int64_t> &padding = {0}),
+                    (std::move(weight), std::move(bias), groups, stride, dilation, padding))
+  LAZYJIT_TENSOR_OP(convTranspose2d, (Tensor weight, std::optional<Tensor> bias = std::nullopt,
+                                      int64_t groups = 1, const std::vector<int64_t> &stride = {1},
+                                      const std::vector<int64_t> &dilation = {1},
+                                      const std::vector<int64_t> &padding = {0},
+                                      const std::vector<int64_t> &outputPadding = {0}),
+                    (std::move(weight), std::move(bias), groups, stride, dilation, padding,
+                     outputPadding))
+  LAZYJIT_TENSOR_OP(dot, (Tensor w), (std::move(w)))
+  LAZYJIT_TENSOR_OP(matmul, (Tensor w), (std::move(w)))
+  LAZYJIT_TENSOR_OP(linear, (Tensor weight, std::optional<Tensor> bias = std::nullopt),
+                    (std::move(weight), std::move(bias)))
+  LAZYJIT_TENSOR_OP(layernorm, (const std::vector<int64_t> &axis = {-1}, double eps = 1e-5),
+                    (axis, eps))
+  LAZYJIT_TENSOR_OP(batchnorm, (std::optional<Tensor> weight, std::optional<Tensor> bias,
+                                Tensor mean, Tensor invstd),
+                    (std::move(weight), std::move(bias), std::move(mean), std::move(invstd)))
+  LAZYJIT_TENSOR_OP(dropout, (double p = 0.5), (p))
+  LAZYJIT_TENSOR_OP(scaledDotProductAttention, (Tensor key, Tensor value,
+                                                std::optional<Tensor> attnMask = std::nullopt,
+                                                double dropoutP = 0, bool isCausal = false),
+                    (std::move(key), std::move(value), std::move(attnMask), dropoutP, isCausal))
+  LAZYJIT_TENSOR_OP(triu, (int64_t k = 0), (k))
+  LAZYJIT_TENSOR_OP(tril, (int64_t k = 0), (k))
+  LAZYJIT_TENSOR_OP(binaryCrossentropy, (Tensor y), (std::move(y)))
+  LAZYJIT_TENSOR_OP(binaryCrossentropyLogits, (Tensor y), (std::move(y)))
+  LAZYJIT_TENSOR_OP(sparseCategoricalCrossentropy, (Tensor y, int64_t ignoreIndex = -1),
+                    (std::move(y), ignoreIndex))
+
+  // ---- unary ----------------------------------------------------------------------------------
+  LAZYJIT_TENSOR_OP(neg, (), ())
+  LAZYJIT_TENSOR_OP(log, (), ())
+  LAZYJIT_TENSOR_OP(log2, (), ())
+  LAZYJIT_TENSOR_OP(exp, (), ())
+  LAZYJIT_TENSOR_OP(exp2, (), ())
+  LAZYJIT_TENSOR_OP(relu, (), ())
+  LAZYJIT_TENSOR_OP(sigmoid, (), ())
+  LAZYJIT_TENSOR_OP(sin, (), ())
+  LAZYJIT_TENSOR_OP(sqrt, (), ())
+  LAZYJIT_TENSOR_OP(rsqrt, (), ())
+  LAZYJIT_TENSOR_OP(cos, (), ())
+  LAZYJIT_TENSOR_OP(tan, (), ())
+  LAZYJIT_TENSOR_OP(trunc, (), ())
+  LAZYJIT_TENSOR_OP(ceil, (), ())
+  LAZYJIT_TENSOR_OP(floor, (), ())
+  LAZYJIT_TENSOR_OP(square, (), ())
+  LAZYJIT_TENSOR_OP(clip, (double lo, double hi), (lo, hi))
+  LAZYJIT_TENSOR_OP(abs, (), ())
+  LAZYJIT_TENSOR_OP(sign, (), ())
+  LAZYJIT_TENSOR_OP(reciprocal, (), ())
+  LAZYJIT_TENSOR_OP(elu, (double alpha = 1.0), (alpha))
+  LAZYJIT_TENSOR_OP(celu, (double alpha = 1.0), (alpha))
+  LAZYJIT_TENSOR_OP(swish, (), ())
+  LAZYJIT_TENSOR_OP(silu, (), ())
+  LAZYJIT_TENSOR_OP(relu6, (), ())
+  LAZYJIT_TENSOR_OP(hardswish, (), ())
+  LAZYJIT_TENSOR_OP(tanh, (), ())
+  LAZYJIT_TENSOR_OP(sinh, (), ())
+  LAZYJIT_TENSOR_OP(cosh, (), ())
+  LAZYJIT_TENSOR_OP(atanh, (), ())
+  LAZYJIT_TENSOR_OP(asinh, (), ())
+  LAZYJIT_TENSOR_OP(acosh, (), ())
+  LAZYJIT_TENSOR_OP(hardtanh, (double minVal = -1, double maxVal = 1), (minVal, maxVal))
+  LAZYJIT_TENSOR_OP(gelu, (), ())
+  LAZYJIT_TENSOR_OP(quickGelu, (), ())
+  LAZYJIT_TENSOR_OP(leakyrelu, (double negSlope = 0.01), (negSlope))
+  LAZYJIT_TENSOR_OP(mish, (), ())
+  LAZYJIT_TENSOR_OP(softplus, (double beta = 1), (beta))
+  LAZYJIT_TENSOR_OP(softsign, (), ())
+
+  // ---- binary / ternary -----------------------------------------------------------------------
+  // Operands are taken by value and released when the call returns (see LAZYJIT_TENSOR_OP).
+  LAZYJIT_TENSOR_OP(add, (Operand x, bool reverse = false), (std::move(x), reverse))
+  LAZYJIT_TENSOR_OP(sub, (Operand x, bool reverse = false), (std::move(x), reverse))
+  LAZYJIT_TENSOR_OP(mul, (Operand x, bool reverse = false), (std::move(x), reverse))
+  LAZYJIT_TENSOR_OP(div, (Operand x, bool reverse = false), (std::move(x), reverse))
+  LAZYJIT_TENSOR_OP(pow, (Operand x, bool reverse = false), (std::move(x), reverse))
+  LAZYJIT_TENSOR_OP(xorWith, (Operand x, bool reverse = false), (std::move(x), reverse))
+  LAZYJIT_TENSOR_OP(maximum, (Operand x), (std::move(x)))
+  LAZYJIT_TENSOR_OP(minimum, (Operand x), (std::move(x)))
+  /// self ? input : other.
+  LAZYJIT_TENSOR_OP(where, (Operand input, Operand other), (std::move(input), std::move(other)))
+  LAZYJIT_TENSOR_OP(lt, (Operand x), (std::move(x)))
+  LAZYJIT_TENSOR_OP(gt, (Operand x), (std::move(x)))
+  LAZYJIT_TENSOR_OP(le, (Operand x), (std::move(x)))
+  LAZYJIT_TENSOR_OP(ge, (Operand x), (std::move(x)))
+  LAZYJIT_TENSOR_OP(eq, (Operand x), (std::move(x)))
+  LAZYJIT_TENSOR_OP(ne, (Operand x), (std::move(x)))
+
+  // ---- casts ----------------------------------------------------------------------------------
+  LAZYJIT_TENSOR_OP(cast, (DType dtype), (dtype))
+  LAZYJIT_TENSOR_OP(bitcast, (DType dtype), (dtype))
+  LAZYJIT_TENSOR_OP(toFloat, (), ())
+  LAZYJIT_TENSOR_OP(half, (), ())
+
+  /// Applies fns in order (the reference's sequential).
+  template <typename Fn> Tensor sequential(const std::vector<Fn> &fns) const {
+    Tensor x = *this;
+    for (const auto &f : fns) x = f(x);
+    return x;
+  }
+
+  /// Training mode (changes batchnorm and dropout). Use TrainingGuard to set it in a scope.
+  static bool training;
+  struct TrainingGuard {
+    explicit TrainingGuard(bool on = true) : prev(training) { training = on; }
+    ~TrainingGuard() { training = prev; }
+    bool prev;
+  };
+
+  std::string repr() const;
+
+private:
+  LazyBufferRef lb;
+
+  friend class TensorInternals;
+};
+
+// Operators take their operands by value and release them when they return (like the methods).
+Tensor operator-(Tensor a);
+Tensor operator+(Tensor a, Operand b);
+Tensor operator-(Tensor a, Operand b);
+Tensor operator*(Tensor a, Operand b);
+Tensor operator/(Tensor a, Operand b);
+Tensor operator+(double a, Tensor b);
+Tensor operator-(double a, Tensor b);
+Tensor operator*(double a, Tensor b);
+Tensor operator/(double a, Tensor b);
+Tensor operator<(Tensor a, Operand b);
+Tensor operator>(Tensor a, Operand b);
+Tensor operator<=(Tensor a, Operand b);
+Tensor operator>=(Tensor a, Operand b);
+Tensor operator==(Tensor a, Operand b);
+Tensor operator!=(Tensor a, Operand b);
+
+/// A symbolic size for Tensor shapes: Variable("n", 1, 64), bound with .bind(value).
+NodeRef Variable(const std::string &name, int64_t min, int64_t max);
+
+// ---- template definitions ------------------------------------------------------------------------
+
+template <typename V>
+Tensor Tensor::fromVector(const std::vector<V> &values, const Shape &shape,
+                          const std::optional<std::string> &device) {
+  return fromBytes(values.data(), values.size() * sizeof(V), shape, dtypeOf<V>(), device);
+}
+
+namespace detail {
+void convertFromBytes(const std::vector<uint8_t> &bytes, DType from, void *out, DType to,
+                      size_t count);
+}
+
+template <typename V> std::vector<V> Tensor::toVector() const {
+  std::vector<uint8_t> bytes = toBytes();
+  size_t n = bytes.size() / dtype().itemsize();
+  std::vector<V> out(n);
+  if constexpr (std::is_same_v<V, bool>) {
+    std::vector<uint8_t> tmp(n);
+    detail::convertFromBytes(bytes, dtype(), tmp.data(), dtypes::boolean, n);
+    for (size_t i = 0; i < n; ++i) out[i] = tmp[i] != 0;
+  } else {
+    detail::convertFromBytes(bytes, dtype(), out.data(), dtypeOf<V>(), n);
+  }
+  return out;
+}
+
+template <typename V> V Tensor::item() const {
+  auto v = toVector<V>();
+  LAZYJIT_USER_CHECK(v.size() == 1, ShapeError, "item: the tensor has {} elements, not 1",
+                     v.size());
+  return v[0];
+}
+
+} // namespace lazyjit

@@ -1,0 +1,374 @@
+// LazyBuffer construction, the dedup cache, and the creation/elementwise/reduce ops of lazy.py.
+// Movement ops and their pushing rules are in MovementOps.cpp.
+#include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/Logging.h"
+#include "lazyjit/Support/Math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+
+namespace lazyjit {
+
+// ---- WeakBufferSet --------------------------------------------------------------------------------
+
+void WeakBufferSet::prune() const {
+  items.erase(std::remove_if(items.begin(), items.end(),
+                             [](const auto &p) { return p.second.expired(); }),
+              items.end());
+}
+
+void WeakBufferSet::add(const LazyBufferRef &b) {
+  prune();
+  for (const auto &p : items)
+    if (p.first == b.get()) return;
+  items.emplace_back(b.get(), b);
+}
+
+void WeakBufferSet::discard(const LazyBuffer *b) {
+  items.erase(std::remove_if(items.begin(), items.end(),
+                             [&](const auto &p) { return p.first == b || p.second.expired(); }),
+              items.end());
+}
+
+size_t WeakBufferSet::size() const {
+  prune();
+  return items.size();
+}
+
+std::vector<LazyBufferRef> WeakBufferSet::live() const {
+  std::vector<LazyBufferRef> out;
+  for (const auto &p : items)
+    if (auto s = p.second.lock()) out.push_back(std::move(s));
+  return out;
+}
+
+// ---- flags ------------------------------------------------------------------------------------------
+
+FusionFlags FusionFlags::current() {
+  int opt = config().opt;
+  return {opt >= 1, opt >= 1, opt >= 1, opt >= 1, opt >= 2, opt >= 2, opt >= 3, opt >= 3, opt >= 4};
+}
+
+// ---- construction -------------------------------------------------------------------------------
+
+LazyBuffer::LazyBuffer(std::string device_, ShapeTracker st_, OpType optype_, LazyOpRef op_,
+                       DType dtype, std::shared_ptr<Buffer> realized, LazyBufferRef base)
+    : device(std::move(device_)), st(std::move(st_)), optype(optype_), op(std::move(op_)),
+      realized_(std::move(realized)), base_(std::move(base)), dtype_(dtype) {
+  shape = st.shape();
+  LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base_ && base_->optype != OpType::Movement),
+                         "MovementOps must be based");
+  LAZYJIT_INTERNAL_CHECK(base_ || st.contiguous(), "unbased LazyBuffers must be contiguous");
+}
+
+LazyBufferRef LazyBuffer::create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
+                                 DType dtype, std::shared_ptr<Buffer> realized,
+                                 LazyBufferRef base) {
+  auto ret = std::make_shared<LazyBuffer>(std::move(device), std::move(st), optype, op, dtype,
+                                          std::move(realized), base);
+  if (op)
+    for (const auto &x : op->buffers()) x->children.add(ret);
+  if (base) base->views.add(ret);
+  return ret;
+}
+
+void LazyBuffer::setRealized(std::shared_ptr<Buffer> b) {
+  LAZYJIT_INTERNAL_CHECK(!base_, "no setting realized of based LazyBuffers");
+  realized_ = std::move(b);
+}
+
+bool LazyBuffer::isUnrealizedConst() const {
+  return !isRealized() && base()->op && base()->op->op == Op::LoadConst;
+}
+
+bool LazyBuffer::isUnrealizedContiguousConst() const {
+  return isUnrealizedConst() && st.contiguous();
+}
+
+std::string LazyBuffer::repr() const {
+  std::string o = op ? std::string(opName(op->op)) : (isRealized() ? "<realized>" : "<none>");
+  return "<LB " + renderShape(shape) + " " + std::string(dtype().name()) + " op=" + o +
+         " st=" + st.repr() + ">";
+}
+
+// ---- the dedup cache (the reference's lazycache WeakValueDictionary) ------------------------------
+
+namespace {
+
+struct CacheEntry {
+  std::string device;
+  DType dtype;
+  OpType optype;
+  std::weak_ptr<const LazyOp> op;
+  const LazyBuffer *base;
+  std::weak_ptr<LazyBuffer> value;
+};
+
+struct LazyCache {
+  std::mutex mu;
+  std::unordered_multimap<size_t, CacheEntry> map;
+  size_t insertsSinceSweep = 0;
+
+  void sweep() {
+    for (auto it = map.begin(); it != map.end();)
+      it = it->second.value.expired() ? map.erase(it) : std::next(it);
+    insertsSinceSweep = 0;
+  }
+};
+
+// The one deliberate global of the graph (STYLE.md): it lives behind this function.
+LazyCache &lazyCache() {
+  static LazyCache *c = new LazyCache();
+  return *c;
+}
+
+size_t cacheHash(const std::string &device, DType dtype, OpType optype, const LazyOp &op,
+                 const LazyBuffer *base) {
+  size_t h = std::hash<std::string>{}(device);
+  hashCombine(h, static_cast<size_t>(dtype.scalar()));
+  hashCombine(h, static_cast<size_t>(optype));
+  hashCombine(h, op.hash());
+  hashCombine(h, std::hash<const void *>{}(base));
+  return h;
+}
+
+} // namespace
+
+size_t lazyCacheSize() {
+  auto &c = lazyCache();
+  std::lock_guard lock(c.mu);
+  c.sweep();
+  return c.map.size();
+}
+
+LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpType optype,
+                               LazyOpRef op, DType dtype, LazyBufferRef base) {
+  // rewrite 0 size into a CONST
+  for (const auto &s : st.shape())
+    if (pyEq(s, 0))
+      return LazyBuffer::create(device, ShapeTracker::fromShape(st.shape()), OpType::Load,
+                                LazyOp::make(Op::LoadConst, {}, 0.0), dtype);
+
+  // EMPTY, CUSTOM and CONST load ops are never cached
+  if (!config().lazyCache ||
+      (optype == OpType::Load &&
+       (op->op == Op::Empty || op->op == Op::Custom || op->op == Op::LoadConst)))
+    return LazyBuffer::create(device, std::move(st), optype, std::move(op), dtype, nullptr,
+                              std::move(base));
+
+  auto &cache = lazyCache();
+  size_t h = cacheHash(device, dtype, optype, *op, base.get());
+  {
+    std::lock_guard lock(cache.mu);
+    auto [lo, hi] = cache.map.equal_range(h);
+    for (auto it = lo; it != hi;) {
+      LazyBufferRef hit = it->second.value.lock();
+      if (!hit) {
+        it = cache.map.erase(it);
+        continue;
+      }
+      const CacheEntry &e = it->second;
+      auto eop = e.op.lock();
+      if (eop && e.device == device && e.dtype == dtype && e.optype == optype &&
+          e.base == base.get() && *eop == *op) {
+        LAZYJIT_LOG(Graph, 2, "lazycache hit: {} reuses an equal {}", hit->repr(),
+                    opName(op->op));
+        for (const auto &x : op->buffers()) x->children.add(hit);
+        return hit;
+      }
+      ++it;
+    }
+  }
+  LazyBufferRef ret =
+      LazyBuffer::create(device, std::move(st), optype, op, dtype, nullptr, base);
+  std::lock_guard lock(cache.mu);
+  cache.map.emplace(h, CacheEntry{device, dtype, optype, op, base.get(), ret});
+  if (++cache.insertsSinceSweep > 4096) cache.sweep();
+  return ret;
+}
+
+// ---- creation / special ops -----------------------------------------------------------------------
+
+LazyBufferRef LazyBuffer::loadop(Op op, const Shape &shape, DType dtype, const std::string &device,
+                                 LazyOpArg arg, LazyBufferRef src) {
+  std::vector<LazySrc> srcs;
+  if (src) srcs.emplace_back(std::move(src));
+  return createLazyBuffer(device, ShapeTracker::fromShape(shape), OpType::Load,
+                          LazyOp::make(op, std::move(srcs), std::move(arg)), dtype);
+}
+
+LazyBufferRef LazyBuffer::constLike(double val) {
+  // Deliberate deviation: the reference goes through dtypes.from_np(dtype.np), which turns a
+  // bfloat16 constant into float64 (bfloat16 has no numpy type); lazyjit keeps the dtype.
+  Shape ones(shape.size(), SInt(1));
+  return loadop(Op::LoadConst, {}, dtype(), device, val)->reshape(ones)->expand(shape);
+}
+
+LazyBufferRef LazyBuffer::copyToDevice(const std::string &dev) {
+  // back off a COPY if it's a double COPY
+  if (!isRealized() && op && op->op == Op::Copy && op->src[0].buf->device == dev)
+    return op->src[0].buf;
+  return loadop(Op::Copy, shape, dtype(), dev, {}, contiguous());
+}
+
+LazyBufferRef LazyBuffer::contiguous() {
+  // all LoadOps are already contiguous (except CONST)
+  if (!isRealized() && isLoadOp(op->op) && op->op != Op::LoadConst) return self();
+  if (st.contiguous() && st.size() == base()->st.size() && !isUnrealizedConst()) {
+    // this will turn into nothing, it's based and a copy
+    return createLazyBuffer(device, ShapeTracker::fromShape(shape), OpType::Load,
+                            LazyOp::make(Op::Contiguous, {LazySrc(self())}), dtype(),
+                            baseShared());
+  }
+  return loadop(Op::Contiguous, shape, dtype(), device, {}, self());
+}
+
+LazyBufferRef LazyBuffer::cast(DType dt, bool bitcast) { return e(Op::Cast, {}, CastArg{dt, bitcast}); }
+
+// ---- _push_movement_ops -------------------------------------------------------------------------
+
+namespace {
+
+bool isUnsafePadOp(Op op) {
+  return op == Op::Div || op == Op::CmpLt || op == Op::Log2 || op == Op::Exp2 || op == Op::Recip;
+}
+
+std::vector<LazyBufferRef> pushMovementOps(const std::vector<LazyBufferRef> &srcs) {
+  FusionFlags f = FusionFlags::current();
+  std::vector<LazyBufferRef> out;
+  for (LazyBufferRef x : srcs) {
+    std::vector<std::pair<Op, LazyOpArg>> mops;
+    LazyBuffer *bx = x.get();
+    // backwalk all the movement ops. don't push PAD or EXPAND
+    while (!bx->isRealized() && bx->optype == OpType::Movement && bx->op->op != Op::Expand &&
+           (f.shufflePadOps || bx->op->op != Op::Pad) && bx->children.size() <= 1) {
+      mops.emplace_back(bx->op->op, bx->op->arg);
+      bx = bx->op->src[0].buf.get();
+    }
+    // NOTE: can't push pads past anything where f(0, 0) != 0 or f(0) != 0
+    if (!mops.empty() && !bx->isRealized() && bx->optype == OpType::Binary &&
+        bx->children.size() <= 1) {
+      bool noPad = std::none_of(mops.begin(), mops.end(),
+                                [](const auto &m) { return m.first == Op::Pad; });
+      bool safe = true;
+      if (!noPad)
+        for (const LazyOp *y : bx->op->lazyops()) safe = safe && !isUnsafePadOp(y->op);
+      if (noPad || safe) {
+        std::reverse(mops.begin(), mops.end());
+        x = bx->op->replaceWithMovementOps(mops);
+      }
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+} // namespace
+
+// ---- elementwise ops ------------------------------------------------------------------------------
+
+LazyBufferRef LazyBuffer::e(Op eop, const std::vector<LazyBufferRef> &rest, LazyOpArg arg) {
+  FusionFlags f = FusionFlags::current();
+  std::vector<LazyBufferRef> srcs{self()};
+  srcs.insert(srcs.end(), rest.begin(), rest.end());
+
+  // if we are separated from other binary ops by movement ops, we push those movement ops above
+  if (f.shuffleMovementOps) srcs = pushMovementOps(srcs);
+
+  std::string outDevice = srcs[0]->device;
+  Shape outShape = srcs[0]->shape;
+  DType outDType = srcs[0]->dtype();
+  if (eop == Op::Cast) {
+    outDType = std::get<CastArg>(arg).dtype;
+  } else {
+    for (const auto &x : srcs) outDType = promote(outDType, x->dtype());
+  }
+
+  // push all contiguous to the end of BinaryOps
+  auto pushable = [](const LazyBufferRef &x) {
+    return !x->isRealized() && x->op->op == Op::Contiguous &&
+           x->op->src[0].buf->children.size() <= 1;
+  };
+  if (f.pushContiguous && std::any_of(srcs.begin(), srcs.end(), pushable)) {
+    std::vector<LazyBufferRef> ns;
+    for (LazyBufferRef x : srcs) {
+      if (pushable(x)) {
+        LazyBufferRef inner = x->op->src[0].buf;
+        inner->children.discard(x.get());
+        x = inner;
+      }
+      ns.push_back(x);
+    }
+    std::vector<LazyBufferRef> tail(ns.begin() + 1, ns.end());
+    return ns[0]->e(eop, tail, arg)->contiguous();
+  }
+
+  std::vector<LazySrc> opSrcs;
+  for (const auto &x : srcs) {
+    // remove the buffers from any (childless) BinaryOps that feed into this
+    if (f.mergeElementwiseOps && x->optype == OpType::Binary && x->children.empty() &&
+        !x->isRealized())
+      opSrcs.emplace_back(x->op);
+    else
+      opSrcs.emplace_back(x);
+  }
+  return createLazyBuffer(outDevice, ShapeTracker::fromShape(outShape), OpType::Binary,
+                          LazyOp::make(eop, std::move(opSrcs), std::move(arg)), outDType);
+}
+
+// ---- reduce ops -----------------------------------------------------------------------------------
+
+LazyBufferRef LazyBuffer::reduceOp(Op rop, const Shape &newShape) {
+  if (shape == newShape) return self();
+  std::vector<LazyBufferRef> srcs{self()};
+  if (FusionFlags::current().shuffleMovementOps) srcs = pushMovementOps(srcs);
+  Shape unbound;
+  for (const auto &s : newShape) unbound.push_back(s.isInt() ? s : SInt(s.node()->unbind()));
+  return createLazyBuffer(device, ShapeTracker::fromShape(newShape), OpType::Reduce,
+                          LazyOp::make(rop, {LazySrc(srcs[0])}, unbound), dtype());
+}
+
+LazyBufferRef LazyBuffer::r(Op rop, const Shape &newShape) {
+  bool hasZero = std::any_of(shape.begin(), shape.end(), [](const SInt &s) { return pyEq(s, 0); });
+  if (!allInt(shape) || hasZero ||
+      floorDiv(prodInt(shape), prodInt(newShape)) < config().reduceSplitThreshold)
+    return reduceOp(rop, newShape);
+  // choose the largest divisor (>=16) to split on, penalize large strides
+  auto strides = st.realStrides();
+  bool found = false;
+  double bestH = 0;
+  int64_t bestDiv = 0, bestDim = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (pyEq(shape[i], newShape[i])) continue;
+    int64_t divisor = gcd64(256, shape[i].asInt());
+    double stride = std::numeric_limits<double>::infinity();
+    if (strides[i] && truthy(*strides[i])) stride = static_cast<double>(strides[i]->asInt());
+    double h = static_cast<double>(divisor) / stride;
+    // tuple max: heuristic, then divisor, then the axis index
+    if (!found || h > bestH || (h == bestH && (divisor > bestDiv || (divisor == bestDiv)))) {
+      found = true;
+      bestH = h;
+      bestDiv = divisor;
+      bestDim = static_cast<int64_t>(i);
+    }
+  }
+  if (!found || bestDiv < 16 || bestH < 0.1) return reduceOp(rop, newShape);
+  auto splitted = [&](std::vector<SInt> mid) {
+    Shape s(shape.begin(), shape.begin() + bestDim);
+    s.push_back(shape[bestDim].asInt() / bestDiv);
+    s.insert(s.end(), mid.begin(), mid.end());
+    s.insert(s.end(), shape.begin() + bestDim + 1, shape.end());
+    return s;
+  };
+  LAZYJIT_LOG(Graph, 2, "reduce split: {} -> axis {} by {}", renderShape(shape), bestDim, bestDiv);
+  return reshape(splitted({SInt(bestDiv)}))
+      ->reduceOp(rop, splitted({SInt(1)}))
+      ->reshape(splitted({}))
+      ->reduceOp(rop, newShape);
+}
+
+} // namespace lazyjit

@@ -1,0 +1,276 @@
+// LazyOp structure: hashing, structural equality, buffer collection, buffer mapping, and the
+// reference's FlopCounter (get_lazyop_info) and vars_from_ast.
+#include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Support/Math.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace lazyjit {
+
+namespace {
+
+bool pairsEqual(const PadArg &a, const PadArg &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!pyEq(a[i].first, b[i].first) || !pyEq(a[i].second, b[i].second)) return false;
+  return true;
+}
+
+} // namespace
+
+bool argEqual(const LazyOpArg &a, const LazyOpArg &b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto &x) -> bool {
+        using T = std::decay_t<decltype(x)>;
+        const T &y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, std::monostate>) return true;
+        else if constexpr (std::is_same_v<T, PadArg>) return pairsEqual(x, y);
+        else if constexpr (std::is_same_v<T, CustomOpRef>) return x == y;
+        else return x == y;
+      },
+      a);
+}
+
+size_t argHash(const LazyOpArg &a) {
+  size_t h = a.index();
+  std::visit(
+      [&](const auto &x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+        } else if constexpr (std::is_same_v<T, Shape>) {
+          hashCombine(h, hashShape(x));
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          for (int64_t v : x) hashCombine(h, std::hash<int64_t>{}(v));
+        } else if constexpr (std::is_same_v<T, PadArg>) {
+          for (const auto &[p, q] : x) {
+            hashCombine(h, hashSInt(p));
+            hashCombine(h, hashSInt(q));
+          }
+        } else if constexpr (std::is_same_v<T, CastArg>) {
+          hashCombine(h, static_cast<size_t>(x.dtype.scalar()) * 2 + x.bitcast);
+        } else if constexpr (std::is_same_v<T, MemBuffer>) {
+          hashCombine(h, x.idx);
+          hashCombine(h, static_cast<size_t>(x.dtype.scalar()));
+          hashCombine(h, x.st.hash());
+        } else if constexpr (std::is_same_v<T, ConstBuffer>) {
+          hashCombine(h, std::hash<double>{}(x.val));
+          hashCombine(h, static_cast<size_t>(x.dtype.scalar()));
+          hashCombine(h, x.st.hash());
+        } else if constexpr (std::is_same_v<T, double>) {
+          hashCombine(h, std::hash<double>{}(x));
+        } else if constexpr (std::is_same_v<T, CustomOpRef>) {
+          hashCombine(h, std::hash<const void *>{}(x.get()));
+        }
+      },
+      a);
+  return h;
+}
+
+LazyOp::LazyOp(Op op_, std::vector<LazySrc> src_, LazyOpArg arg_)
+    : op(op_), src(std::move(src_)), arg(std::move(arg_)) {
+  size_t h = static_cast<size_t>(op) + 0x51;
+  for (const auto &s : src)
+    hashCombine(h, s.isBuffer() ? std::hash<const void *>{}(s.buf.get()) : s.op->hash());
+  hashCombine(h, argHash(arg));
+  hash_ = h;
+}
+
+bool LazyOp::operator==(const LazyOp &o) const {
+  if (this == &o) return true;
+  if (hash_ != o.hash_ || op != o.op || src.size() != o.src.size()) return false;
+  for (size_t i = 0; i < src.size(); ++i) {
+    const LazySrc &a = src[i], &b = o.src[i];
+    if (a.isBuffer() != b.isBuffer()) return false;
+    if (a.isBuffer() ? a.buf != b.buf : !(*a.op == *b.op)) return false;
+  }
+  return argEqual(arg, o.arg);
+}
+
+const std::vector<LazyBufferRef> &LazyOp::buffers() const {
+  if (!buffers_) {
+    auto out = std::make_unique<std::vector<LazyBufferRef>>();
+    std::unordered_set<const LazyBuffer *> seen;
+    for (const auto &s : src) {
+      if (s.isBuffer()) {
+        if (seen.insert(s.buf.get()).second) out->push_back(s.buf);
+      } else {
+        for (const auto &b : s.op->buffers())
+          if (seen.insert(b.get()).second) out->push_back(b);
+      }
+    }
+    buffers_ = std::move(out);
+  }
+  return *buffers_;
+}
+
+std::vector<const LazyOp *> LazyOp::lazyops() const {
+  std::vector<const LazyOp *> out{this};
+  for (const auto &s : src)
+    if (!s.isBuffer()) {
+      auto sub = s.op->lazyops();
+      out.insert(out.end(), sub.begin(), sub.end());
+    }
+  return out;
+}
+
+LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const {
+  std::vector<LazySrc> ns;
+  ns.reserve(src.size());
+  for (const auto &s : src) {
+    if (s.isBuffer()) {
+      auto it = mapping.find(s.buf.get());
+      ns.push_back(it != mapping.end() ? it->second : s);
+    } else {
+      ns.emplace_back(s.op->mapBuffers(mapping));
+    }
+  }
+  return make(op, std::move(ns), arg);
+}
+
+LazyBufferRef LazyOp::replaceWithMovementOps(const std::vector<std::pair<Op, LazyOpArg>> &ops) const {
+  LAZYJIT_INTERNAL_CHECK(isElementwise(op), "replace_with_movement_ops on {}", opName(op));
+  std::vector<LazyBufferRef> srcs;
+  for (const auto &z : src) {
+    if (z.isBuffer()) {
+      LazyBufferRef y = z.buf;
+      for (const auto &[mop, marg] : ops) y = y->movementOp(mop, marg);
+      srcs.push_back(y);
+    } else {
+      srcs.push_back(z.op->replaceWithMovementOps(ops));
+    }
+  }
+  std::vector<LazyBufferRef> rest(srcs.begin() + 1, srcs.end());
+  return srcs[0]->e(op, rest, arg);
+}
+
+const ShapeTracker &LazyOp::bufferSt() const {
+  if (auto *m = std::get_if<MemBuffer>(&arg)) return m->st;
+  if (auto *c = std::get_if<ConstBuffer>(&arg)) return c->st;
+  LAZYJIT_INTERNAL_CHECK(false, "{} has no ShapeTracker", opName(op));
+}
+
+DType LazyOp::bufferDType() const {
+  if (auto *m = std::get_if<MemBuffer>(&arg)) return m->dtype;
+  if (auto *c = std::get_if<ConstBuffer>(&arg)) return c->dtype;
+  LAZYJIT_INTERNAL_CHECK(false, "{} has no dtype", opName(op));
+}
+
+// ---- get_lazyop_info ------------------------------------------------------------------------------
+
+int64_t LazyOpInfo::memEstimate() const {
+  int64_t s = 0;
+  for (const auto &[k, v] : mem) s += v;
+  return s;
+}
+
+namespace {
+
+struct Counter {
+  Shape shape;
+  DType dtype;
+  SInt flops;
+  std::map<int, int64_t> mem;
+  SInt consume() {
+    SInt f = flops;
+    flops = 0;
+    return f;
+  }
+};
+
+struct OpKeyHash {
+  size_t operator()(const LazyOp *o) const { return o->hash(); }
+};
+struct OpKeyEq {
+  bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
+};
+
+// The reference memoizes run_ast per structurally equal sub-AST and consume_flops zeroes the
+// shared counter, so a repeated subtree contributes its flops once; this keeps that behaviour.
+std::shared_ptr<Counter> runAst(const LazyOp &ast,
+                                std::unordered_map<const LazyOp *, std::shared_ptr<Counter>,
+                                                   OpKeyHash, OpKeyEq> &memo) {
+  if (auto it = memo.find(&ast); it != memo.end()) return it->second;
+  std::vector<std::shared_ptr<Counter>> s;
+  for (const auto &x : ast.src) {
+    LAZYJIT_INTERNAL_CHECK(!x.isBuffer(), "get_lazyop_info on an AST with LazyBuffer leaves");
+    s.push_back(runAst(*x.op, memo));
+  }
+  auto c = std::make_shared<Counter>();
+  switch (opTypeOf(ast.op)) {
+  case OpType::Buffer: {
+    if (ast.op == Op::Load) {
+      const auto &m = ast.memBuffer();
+      *c = {m.st.shape(), m.dtype, 0, {{m.idx, m.dtype.itemsize() * m.st.size()}}};
+    } else if (ast.op == Op::Const) {
+      const auto &k = ast.constBuffer();
+      *c = {k.st.shape(), k.dtype, 0, {}};
+    } else {
+      const auto &m = ast.memBuffer();
+      auto mem = s[0]->mem;
+      mem[m.idx] = m.dtype.itemsize() * m.st.size();
+      *c = {m.st.shape(), m.dtype, s[0]->consume(), mem};
+    }
+    break;
+  }
+  case OpType::Unary:
+    if (ast.op == Op::Cast)
+      *c = {s[0]->shape, std::get<CastArg>(ast.arg).dtype, s[0]->consume(), s[0]->mem};
+    else
+      *c = {s[0]->shape, s[0]->dtype, s[0]->consume() + prod(s[0]->shape), s[0]->mem};
+    break;
+  case OpType::Binary: {
+    auto mem = s[0]->mem;
+    for (const auto &[k, v] : s[1]->mem) mem[k] = v;
+    SInt f = s[0]->consume() + s[1]->consume() + prod(s[0]->shape);
+    *c = {s[0]->shape, promote(s[0]->dtype, s[1]->dtype), f, mem};
+    break;
+  }
+  case OpType::Ternary: {
+    auto mem = s[0]->mem;
+    for (size_t i = 1; i < s.size(); ++i)
+      for (const auto &[k, v] : s[i]->mem) mem[k] = v;
+    SInt f = s[0]->consume();
+    for (size_t i = 1; i < s.size(); ++i) f = f + s[i]->consume();
+    f = f + prod(s[0]->shape);
+    DType dt = s.size() >= 3 ? promote(s[1]->dtype, s[2]->dtype) : s[0]->dtype;
+    *c = {s[0]->shape, dt, f, mem};
+    break;
+  }
+  case OpType::Reduce:
+    *c = {ast.shapeArg(), s[0]->dtype, s[0]->consume() + prod(s[0]->shape), s[0]->mem};
+    break;
+  case OpType::Movement:
+  case OpType::Load:
+    LAZYJIT_INTERNAL_CHECK(false, "get_lazyop_info: {} is not allowed in a kernel AST",
+                           opName(ast.op));
+  }
+  memo.emplace(&ast, c);
+  return c;
+}
+
+} // namespace
+
+LazyOpInfo getLazyOpInfo(const LazyOp &ast) {
+  std::unordered_map<const LazyOp *, std::shared_ptr<Counter>, OpKeyHash, OpKeyEq> memo;
+  auto c = runAst(ast, memo);
+  return {c->shape, c->dtype, c->flops, c->mem};
+}
+
+std::vector<NodeRef> varsFromAst(const LazyOp &ast) {
+  std::vector<NodeRef> out;
+  for (const LazyOp *x : ast.lazyops()) {
+    if (!isBufferOp(x->op)) continue;
+    for (const auto &v : x->bufferSt().vars())
+      if (std::none_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->key() == v->key(); }))
+        out.push_back(v);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const NodeRef &a, const NodeRef &b) {
+    return (a->expr ? *a->expr : "None") < (b->expr ? *b->expr : "None");
+  });
+  return out;
+}
+
+} // namespace lazyjit

@@ -1,0 +1,159 @@
+// Movement ops on LazyBuffers (lazy.py): no-op elision, collapsing of same-type chains, pushing
+// permutes through reduces/expands/reshapes, pushing movement ops into childless elementwise ops,
+// and REMOVE_MOVEMENT_NOPS.
+#include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Support/Config.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace lazyjit {
+
+LazyBuffer *getMovementRoot(LazyBuffer *root, bool allowContiguous) {
+  while (!root->isRealized() &&
+         (root->optype == OpType::Movement ||
+          (root->op->op == Op::Contiguous && allowContiguous &&
+           root->op->src[0].buf->st.contiguous())))
+    root = root->op->src[0].buf.get();
+  return root;
+}
+
+LazyBuffer *getMovementRootContiguous(LazyBuffer *x) {
+  while (!x->isRealized() && x->op->op == Op::Contiguous) x = x->op->src[0].buf.get();
+  if (x->optype == OpType::Movement && x->st.contiguous()) return getMovementRoot(x, true);
+  return x;
+}
+
+LazyBufferRef LazyBuffer::movementOp(Op mop, const LazyOpArg &arg) {
+  switch (mop) {
+  case Op::Reshape: return reshape(std::get<Shape>(arg));
+  case Op::Expand: return expand(std::get<Shape>(arg));
+  case Op::Shrink: return shrink(std::get<PadArg>(arg));
+  case Op::Permute: return permute(std::get<std::vector<int64_t>>(arg));
+  case Op::Pad: return pad(std::get<PadArg>(arg));
+  case Op::Stride: return stride(std::get<std::vector<int64_t>>(arg));
+  default: break;
+  }
+  LAZYJIT_INTERNAL_CHECK(false, "{} is not a movement op", opName(mop));
+}
+
+LazyBufferRef LazyBuffer::applyMovementOp(ShapeTracker nst, Op mop, LazyOpArg arg) {
+  FusionFlags f = FusionFlags::current();
+  if (f.shuffleMovementOps && !isRealized() && optype == OpType::Binary && children.empty()) {
+    if (mop == Op::Shrink || mop == Op::Stride || mop == Op::Permute ||
+        (mop == Op::Reshape && (opTypeOf(op->op) == OpType::Unary || f.pushReshapes)))
+      return op->replaceWithMovementOps({{mop, arg}});
+  }
+  if (f.removeMovementNops && !isRealized() && nst.contiguous()) {
+    // MovementOps aren't stacked any more, they each have one parent, find the root
+    LazyBuffer *root = getMovementRoot(this);
+    if (root != this && root->st.contiguous() && pyEq(prod(nst.shape()), prod(root->shape)))
+      return root->reshape(nst.shape());
+  }
+  return createLazyBuffer(device, std::move(nst), OpType::Movement,
+                          LazyOp::make(mop, {LazySrc(self())}, std::move(arg)), dtype(),
+                          baseShared());
+}
+
+LazyBufferRef LazyBuffer::reshape(const Shape &arg) {
+  if (shape == arg) return self();
+  if (!isRealized() && op->op == Op::Reshape) {
+    LazyBufferRef src = op->src[0].buf;
+    // NOTE: this is only required in reshape and when pushing permutes (reference comment)
+    src->children.discard(this);
+    return src->reshape(arg);
+  }
+  return applyMovementOp(st.reshape(arg), Op::Reshape, arg);
+}
+
+LazyBufferRef LazyBuffer::pad(const PadArg &arg) {
+  if (std::all_of(arg.begin(), arg.end(),
+                  [](const SIntPair &p) { return pyEq(p.first, 0) && pyEq(p.second, 0); }))
+    return self();
+  if (!isRealized() && op->op == Op::Pad) {
+    const PadArg &prev = std::get<PadArg>(op->arg);
+    PadArg sum;
+    for (size_t i = 0; i < arg.size(); ++i)
+      sum.emplace_back(prev[i].first + arg[i].first, prev[i].second + arg[i].second);
+    return op->src[0].buf->pad(sum);
+  }
+  return applyMovementOp(st.pad(arg), Op::Pad, arg);
+}
+
+LazyBufferRef LazyBuffer::expand(const Shape &arg) {
+  if (shape == arg) return self();
+  if (!isRealized() && op->op == Op::Expand) return op->src[0].buf->expand(arg);
+  return applyMovementOp(st.expand(arg), Op::Expand, arg);
+}
+
+LazyBufferRef LazyBuffer::permute(const std::vector<int64_t> &arg) {
+  std::vector<int64_t> identity(shape.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (arg == identity) return self();
+  if (!isRealized() && op->op == Op::Permute) {
+    const auto &prev = std::get<std::vector<int64_t>>(op->arg);
+    std::vector<int64_t> composed;
+    for (int64_t i : arg) composed.push_back(prev.at(i));
+    return op->src[0].buf->permute(composed);
+  }
+  FusionFlags f = FusionFlags::current();
+  if (f.shuffleMovementOps && !isRealized()) {
+    if (f.pushPermutes && optype == OpType::Reduce) {
+      // reduceops have one buffer input, permute it
+      const Shape &rshape = op->shapeArg();
+      Shape narg;
+      for (int64_t a : arg) narg.push_back(rshape.at(a));
+      LazyBufferRef src = op->src[0].buf;
+      Op rop = op->op;
+      src->children.discard(this);
+      return src->permute(arg)->r(rop, narg);
+    }
+    // move permutes before expands (always, this is safe)
+    if (op->op == Op::Expand) {
+      const Shape &eshape = op->shapeArg();
+      Shape narg;
+      for (int64_t a : arg) narg.push_back(eshape.at(a));
+      return op->src[0].buf->permute(arg)->expand(narg);
+    }
+    // move permutes before reshapes if we can
+    if (f.pushPermutes && op->op == Op::Reshape && op->src[0].isBuffer()) {
+      LazyBufferRef src = op->src[0].buf;
+      auto groups = getContraction(src->shape, shape);
+      if (groups && !groups->empty()) {
+        src->children.discard(this);
+        std::vector<int64_t> flat;
+        for (int64_t i : arg) flat.insert(flat.end(), (*groups)[i].begin(), (*groups)[i].end());
+        return src->permute(flat)->reshape(st.permute(arg).shape());
+      }
+    }
+  }
+  return applyMovementOp(st.permute(arg), Op::Permute, arg);
+}
+
+LazyBufferRef LazyBuffer::shrink(const PadArg &arg) {
+  bool noop = true;
+  for (size_t i = 0; i < shape.size() && i < arg.size(); ++i)
+    noop = noop && pyEq(arg[i].second - arg[i].first, shape[i]);
+  if (noop && arg.size() == shape.size()) return self();
+  if (!isRealized() && op->op == Op::Shrink) {
+    const PadArg &prev = std::get<PadArg>(op->arg);
+    PadArg composed;
+    for (size_t i = 0; i < arg.size(); ++i)
+      composed.emplace_back(prev[i].first + arg[i].first, prev[i].first + arg[i].second);
+    return op->src[0].buf->shrink(composed);
+  }
+  return applyMovementOp(st.shrink(arg), Op::Shrink, arg);
+}
+
+LazyBufferRef LazyBuffer::stride(const std::vector<int64_t> &arg) {
+  if (std::all_of(arg.begin(), arg.end(), [](int64_t a) { return a == 1; })) return self();
+  if (!isRealized() && op->op == Op::Stride) {
+    const auto &prev = std::get<std::vector<int64_t>>(op->arg);
+    std::vector<int64_t> mul;
+    for (size_t i = 0; i < arg.size(); ++i) mul.push_back(arg[i] * prev.at(i));
+    return op->src[0].buf->stride(mul);
+  }
+  return applyMovementOp(st.stride(arg), Op::Stride, arg);
+}
+
+} // namespace lazyjit

@@ -1,0 +1,559 @@
+// The reference interpreter: evaluates a kernel AST element by element.
+//
+// Value semantics (shared with the JIT backends, which are tested against this file):
+//  - each node has the dtype get_lazyop_info gives it; integers wrap at their width; float16 and
+//    bfloat16 are computed in float32 and rounded when stored or cast;
+//  - integer DIV/MOD truncate toward zero (C semantics); x/0 and x%0 are 0 for integers;
+//  - CMPLT and MAX on floats use unordered compares (a NaN operand makes CMPLT true and MAX pick
+//    its first operand), as the reference's LLVM renderer does; WHERE treats any nonzero (or NaN)
+//    condition as true;
+//  - transcendental ops on integer dtypes compute in double and truncate back to the dtype;
+//  - SUM starts at 0, MAX at the lowest value of the dtype.
+#include "lazyjit/Runtime/Interpreter.h"
+#include "lazyjit/Runtime/HostAllocator.h"
+#include "lazyjit/Support/Math.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace lazyjit {
+
+namespace {
+
+// A scalar in the widest representation of its dtype's kind.
+struct Value {
+  double f = 0;
+  int64_t i = 0;
+  uint64_t u = 0;
+  bool b = false;
+};
+
+enum class Kind { Bool, Signed, Unsigned, Float };
+
+Kind kindOf(DType dt) {
+  if (dt.isBool()) return Kind::Bool;
+  if (dt.isFloating()) return Kind::Float;
+  return dt.isUnsigned() ? Kind::Unsigned : Kind::Signed;
+}
+
+// Rounds/wraps a value to the exact set of values of `dt` (used by loads, stores and casts).
+Value normalize(Value v, DType dt) {
+  switch (dt.scalar()) {
+  case ScalarType::Bool: break;
+  case ScalarType::Int8: v.i = static_cast<int8_t>(v.i); break;
+  case ScalarType::Int16: v.i = static_cast<int16_t>(v.i); break;
+  case ScalarType::Int32: v.i = static_cast<int32_t>(v.i); break;
+  case ScalarType::Int64: break;
+  case ScalarType::UInt8: v.u = static_cast<uint8_t>(v.u); break;
+  case ScalarType::UInt16: v.u = static_cast<uint16_t>(v.u); break;
+  case ScalarType::UInt32: v.u = static_cast<uint32_t>(v.u); break;
+  case ScalarType::UInt64: break;
+  case ScalarType::Float16: v.f = static_cast<float>(Half(static_cast<float>(v.f))); break;
+  case ScalarType::BFloat16: v.f = static_cast<float>(BFloat16(static_cast<float>(v.f))); break;
+  case ScalarType::Float32: v.f = static_cast<float>(v.f); break;
+  case ScalarType::Float64: break;
+  }
+  return v;
+}
+
+// Wraps an ALU result to the dtype's width; float16/bfloat16 stay in float32 precision until
+// they are stored or cast.
+Value aluNormalize(Value v, DType dt) {
+  if (dt == dtypes::float16 || dt == dtypes::bfloat16) {
+    v.f = static_cast<float>(v.f);
+    return v;
+  }
+  return normalize(v, dt);
+}
+
+double toDouble(const Value &v, Kind k) {
+  switch (k) {
+  case Kind::Bool: return v.b ? 1.0 : 0.0;
+  case Kind::Signed: return static_cast<double>(v.i);
+  case Kind::Unsigned: return static_cast<double>(v.u);
+  case Kind::Float: return v.f;
+  }
+  return 0;
+}
+
+bool isTrue(const Value &v, Kind k) {
+  switch (k) {
+  case Kind::Bool: return v.b;
+  case Kind::Signed: return v.i != 0;
+  case Kind::Unsigned: return v.u != 0;
+  case Kind::Float: return v.f != 0 || std::isnan(v.f);
+  }
+  return false;
+}
+
+// Converts between dtypes with the casts of the reference's LLVM renderer. `exact` rounds to the
+// target's values (CAST, STORE, constants); otherwise a float16/bfloat16 target keeps float32
+// precision (operand promotion inside a kernel).
+Value convert(const Value &v, DType from, DType to, bool exact = true) {
+  Kind fk = kindOf(from), tk = kindOf(to);
+  Value r;
+  switch (tk) {
+  case Kind::Bool: r.b = isTrue(v, fk); break;
+  case Kind::Float: r.f = toDouble(v, fk); break;
+  case Kind::Signed:
+    if (fk == Kind::Float) {
+      double d = std::trunc(v.f);
+      r.i = std::isfinite(d) && std::fabs(d) < 9.2e18 ? static_cast<int64_t>(d) : 0;
+    } else if (fk == Kind::Unsigned) {
+      r.i = static_cast<int64_t>(v.u);
+    } else if (fk == Kind::Bool) {
+      r.i = v.b;
+    } else {
+      r.i = v.i;
+    }
+    break;
+  case Kind::Unsigned:
+    if (fk == Kind::Float) {
+      double d = std::trunc(v.f);
+      if (!std::isfinite(d) || std::fabs(d) >= 1.8e19) r.u = 0;
+      else if (d < 0) r.u = static_cast<uint64_t>(static_cast<int64_t>(d));
+      else r.u = static_cast<uint64_t>(d);
+    } else if (fk == Kind::Signed) {
+      r.u = static_cast<uint64_t>(v.i);
+    } else if (fk == Kind::Bool) {
+      r.u = v.b;
+    } else {
+      r.u = v.u;
+    }
+    break;
+  }
+  return exact ? normalize(r, to) : aluNormalize(r, to);
+}
+
+Value loadScalar(const void *base, int64_t idx, DType dt) {
+  Value v;
+  dispatchDType(dt, [&]<typename T>() {
+    T x;
+    std::memcpy(&x, static_cast<const char *>(base) + idx * sizeof(T), sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) v.b = x;
+    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) v.f = static_cast<float>(x);
+    else if constexpr (std::is_floating_point_v<T>) v.f = x;
+    else if constexpr (std::is_signed_v<T>) v.i = x;
+    else v.u = x;
+  });
+  return v;
+}
+
+void storeScalar(void *base, int64_t idx, DType dt, const Value &v) {
+  dispatchDType(dt, [&]<typename T>() {
+    T x;
+    if constexpr (std::is_same_v<T, bool>) x = v.b;
+    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) x = T(static_cast<float>(v.f));
+    else if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(v.f);
+    else if constexpr (std::is_signed_v<T>) x = static_cast<T>(v.i);
+    else x = static_cast<T>(v.u);
+    std::memcpy(static_cast<char *>(base) + idx * sizeof(T), &x, sizeof(T));
+  });
+}
+
+Value bitcast(const Value &v, DType from, DType to) {
+  char bytes[8] = {0};
+  storeScalar(bytes, 0, from, v);
+  return loadScalar(bytes, 0, to);
+}
+
+// ---- compiled index expressions --------------------------------------------------------------------
+
+// A symbolic node compiled for fast evaluation: variables become slots.
+struct CExpr {
+  NodeKind kind;
+  int slot = -1;
+  int64_t c = 0;
+  std::vector<CExpr> kids; // a, then b (if b is a node), or the n-ary children
+  bool bIsNode = false;
+
+  int64_t eval(const int64_t *slots) const {
+    switch (kind) {
+    case NodeKind::Variable: return slots[slot];
+    case NodeKind::Num: return c;
+    case NodeKind::Mul: return kids[0].eval(slots) * (bIsNode ? kids[1].eval(slots) : c);
+    case NodeKind::Div: return floorDiv(kids[0].eval(slots), c);
+    case NodeKind::Mod: return floorMod(kids[0].eval(slots), c);
+    case NodeKind::Lt: return kids[0].eval(slots) < (bIsNode ? kids[1].eval(slots) : c) ? 1 : 0;
+    case NodeKind::Sum: {
+      int64_t s = 0;
+      for (const auto &k : kids) s += k.eval(slots);
+      return s;
+    }
+    case NodeKind::And:
+      for (const auto &k : kids)
+        if (!k.eval(slots)) return 0;
+      return 1;
+    }
+    return 0;
+  }
+};
+
+CExpr compileNode(const Node &n, const std::unordered_map<std::string, int> &slotOf) {
+  CExpr e;
+  e.kind = n.kind;
+  switch (n.kind) {
+  case NodeKind::Variable: {
+    auto it = slotOf.find(n.expr ? *n.expr : "None");
+    LAZYJIT_USER_CHECK(it != slotOf.end(), Error, "interpreter: no value for variable {}", n.key());
+    e.slot = it->second;
+    break;
+  }
+  case NodeKind::Num: e.c = n.num; break;
+  case NodeKind::Mul:
+  case NodeKind::Div:
+  case NodeKind::Mod:
+  case NodeKind::Lt:
+    e.kids.push_back(compileNode(*n.a, slotOf));
+    if (n.b.isNode()) {
+      e.bIsNode = true;
+      e.kids.push_back(compileNode(*n.b.node(), slotOf));
+    } else {
+      e.c = n.b.asInt();
+    }
+    break;
+  case NodeKind::Sum:
+  case NodeKind::And:
+    for (const auto &k : n.nodes) e.kids.push_back(compileNode(*k, slotOf));
+    break;
+  }
+  return e;
+}
+
+// ---- the evaluator ---------------------------------------------------------------------------------
+
+class Evaluator {
+public:
+  Evaluator(const LazyOp &ast, std::span<Buffer *const> bufs, const VarVals &vars)
+      : bufs(bufs) {
+    // slots: idx0..idx{R-1} for the current index, then the symbolic variables
+    int next = kMaxRank;
+    for (const auto &[name, vv] : vars) {
+      slotOf[name] = next;
+      symValues.emplace_back(next++, vv.second);
+    }
+    for (int i = 0; i < kMaxRank; ++i) slotOf["idx" + std::to_string(i)] = i;
+    slots.assign(next, 0);
+    for (auto &[slot, v] : symValues) slots[slot] = v;
+    prepare(ast);
+  }
+
+  void run(const LazyOp &store) {
+    const MemBuffer &mb = store.memBuffer();
+    Shape shape = concrete(mb.st.shape());
+    std::vector<int64_t> idx(shape.size(), 0);
+    int64_t total = 1;
+    for (const auto &s : shape) total *= s.asInt();
+    const Leaf &leaf = leaves.at(&store);
+    for (int64_t n = 0; n < total; ++n) {
+      Value v = eval(*store.src[0].op, idx);
+      setIdx(idx);
+      if (leaf.valid.eval(slots.data())) {
+        int64_t at = leaf.index.eval(slots.data());
+        checkBounds(0, at);
+        storeScalar(bufs[0]->ptr(), at, mb.dtype, convert(v, dtypeOf(*store.src[0].op), mb.dtype));
+      }
+      increment(idx, shape);
+    }
+  }
+
+private:
+  static constexpr int kMaxRank = 32;
+  struct Leaf {
+    CExpr index, valid;
+  };
+  std::span<Buffer *const> bufs;
+  std::unordered_map<std::string, int> slotOf;
+  std::vector<std::pair<int, int64_t>> symValues;
+  std::vector<int64_t> slots;
+  std::unordered_map<const LazyOp *, Leaf> leaves;
+  std::unordered_map<const LazyOp *, DType> dtypes_;
+
+  Shape concrete(const Shape &s) const {
+    Shape out;
+    std::map<std::string, int64_t> vals;
+    for (const auto &[name, slot] : slotOf)
+      if (slot >= kMaxRank) vals[name] = slots[slot];
+    for (const auto &d : s) out.push_back(d.isInt() ? d : SInt(evalNode(*d.node(), vals)));
+    return out;
+  }
+
+  void prepare(const LazyOp &op) {
+    for (const auto &s : op.src) {
+      LAZYJIT_USER_CHECK(!s.isBuffer(), Error, "interpreter: the AST still has lazy buffers");
+      prepare(*s.op);
+    }
+    if (isBufferOp(op.op)) {
+      const ShapeTracker &st = op.bufferSt();
+      LAZYJIT_USER_CHECK(st.shape().size() <= kMaxRank, UnsupportedError,
+                         "interpreter: rank {} is above {}", st.shape().size(), kMaxRank);
+      auto [idx, valid] = st.exprIdxs();
+      leaves[&op] = Leaf{compileNode(*idx, slotOf), compileNode(*valid, slotOf)};
+      if (op.op != Op::Const) {
+        int i = op.memBuffer().idx;
+        LAZYJIT_USER_CHECK(i >= 0 && static_cast<size_t>(i) < bufs.size(), Error,
+                           "interpreter: buffer {} is not among the {} arguments", i, bufs.size());
+        LAZYJIT_USER_CHECK(bufs[i]->dtype() == op.memBuffer().dtype, DTypeError,
+                           "interpreter: buffer {} is {} but the AST reads {}", i,
+                           bufs[i]->dtype().name(), op.memBuffer().dtype.name());
+      }
+    }
+  }
+
+  DType dtypeOf(const LazyOp &op) {
+    if (auto it = dtypes_.find(&op); it != dtypes_.end()) return it->second;
+    DType dt;
+    switch (opTypeOf(op.op)) {
+    case OpType::Buffer: dt = op.bufferDType(); break;
+    case OpType::Unary:
+      dt = op.op == Op::Cast ? std::get<CastArg>(op.arg).dtype : dtypeOf(*op.src[0].op);
+      break;
+    case OpType::Binary: dt = promote(dtypeOf(*op.src[0].op), dtypeOf(*op.src[1].op)); break;
+    case OpType::Ternary: dt = promote(dtypeOf(*op.src[1].op), dtypeOf(*op.src[2].op)); break;
+    case OpType::Reduce: dt = dtypeOf(*op.src[0].op); break;
+    case OpType::Movement:
+    case OpType::Load:
+      LAZYJIT_USER_CHECK(false, Error, "interpreter: {} is not allowed in a kernel AST",
+                         opName(op.op));
+    }
+    dtypes_[&op] = dt;
+    return dt;
+  }
+
+  void setIdx(const std::vector<int64_t> &idx) {
+    for (size_t i = 0; i < idx.size(); ++i) slots[i] = idx[i];
+  }
+
+  static void increment(std::vector<int64_t> &idx, const Shape &shape) {
+    for (size_t k = idx.size(); k-- > 0;) {
+      if (++idx[k] < shape[k].asInt()) return;
+      idx[k] = 0;
+    }
+  }
+
+  void checkBounds(int buf, int64_t at) const {
+    LAZYJIT_USER_CHECK(at >= 0 && at < bufs[buf]->size(), Error,
+                       "interpreter: buffer {} index {} is out of bounds (size {})", buf, at,
+                       bufs[buf]->size());
+  }
+
+  Value eval(const LazyOp &op, const std::vector<int64_t> &idx) {
+    DType dt = dtypeOf(op);
+    switch (op.op) {
+    case Op::Load: {
+      const Leaf &leaf = leaves.at(&op);
+      setIdx(idx);
+      if (!leaf.valid.eval(slots.data())) return Value{};
+      int64_t at = leaf.index.eval(slots.data());
+      int b = op.memBuffer().idx;
+      checkBounds(b, at);
+      return loadScalar(bufs[b]->ptr(), at, dt);
+    }
+    case Op::Const: {
+      const Leaf &leaf = leaves.at(&op);
+      setIdx(idx);
+      if (!leaf.valid.eval(slots.data())) return Value{};
+      Value v;
+      v.f = op.constBuffer().val;
+      return convert(v, dtypes::float64, dt);
+    }
+    case Op::Sum:
+    case Op::ReduceMax: return reduce(op, idx, dt);
+    default: break;
+    }
+    std::vector<Value> s;
+    std::vector<DType> sd;
+    for (const auto &x : op.src) {
+      s.push_back(eval(*x.op, idx));
+      sd.push_back(dtypeOf(*x.op));
+    }
+    if (op.op == Op::Cast) {
+      const auto &ca = std::get<CastArg>(op.arg);
+      return ca.bitcast ? bitcast(s[0], sd[0], ca.dtype) : convert(s[0], sd[0], ca.dtype);
+    }
+    if (op.op == Op::Where) {
+      bool c = isTrue(s[0], kindOf(sd[0]));
+      return convert(c ? s[1] : s[2], c ? sd[1] : sd[2], dt, false);
+    }
+    // Other ALU ops compute on operands cast to the node's dtype (CMPLT on the inputs' max dtype).
+    for (size_t k = 0; k < s.size(); ++k) s[k] = convert(s[k], sd[k], dt, false);
+    return aluNormalize(alu(op.op, s, dt), dt);
+  }
+
+  Value reduce(const LazyOp &op, const std::vector<int64_t> &outIdx, DType dt) {
+    const LazyOp &src = *op.src[0].op;
+    Shape inShape = concrete(shapeOf(src));
+    Shape outShape = concrete(op.shapeArg());
+    std::vector<size_t> axes;
+    for (size_t k = 0; k < inShape.size(); ++k)
+      if (inShape[k].asInt() != outShape[k].asInt()) axes.push_back(k);
+    Value acc;
+    Kind k = kindOf(dt);
+    if (op.op == Op::ReduceMax) {
+      switch (k) {
+      case Kind::Bool: acc.b = false; break;
+      case Kind::Float: acc.f = -std::numeric_limits<double>::infinity(); break;
+      case Kind::Signed:
+        acc.i = dt.itemsize() == 8 ? std::numeric_limits<int64_t>::min()
+                                   : -(int64_t(1) << (dt.itemsize() * 8 - 1));
+        break;
+      case Kind::Unsigned: acc.u = 0; break;
+      }
+    }
+    std::vector<int64_t> idx = outIdx;
+    for (size_t a : axes) idx[a] = 0;
+    int64_t total = 1;
+    for (size_t a : axes) total *= inShape[a].asInt();
+    for (int64_t n = 0; n < total; ++n) {
+      Value v = convert(eval(src, idx), dtypeOf(src), dt, false);
+      acc = aluNormalize(alu(op.op == Op::Sum ? Op::Add : Op::Max, {v, acc}, dt), dt);
+      for (size_t j = axes.size(); j-- > 0;) {
+        size_t a = axes[j];
+        if (++idx[a] < inShape[a].asInt()) break;
+        idx[a] = 0;
+      }
+    }
+    return acc;
+  }
+
+  Shape shapeOf(const LazyOp &op) {
+    if (isBufferOp(op.op)) return op.bufferSt().shape();
+    if (isReduceOp(op.op)) return op.shapeArg();
+    return shapeOf(*op.src[0].op);
+  }
+
+  static Value alu(Op op, const std::vector<Value> &s, DType dt) {
+    Kind k = kindOf(dt);
+    Value r;
+    const Value &a = s[0];
+    auto fl = [&](double (*f)(double)) {
+      Value out;
+      if (k == Kind::Float) {
+        out.f = f(a.f);
+        if (dt != dtypes::float64) out.f = static_cast<float>(out.f);
+        return out;
+      }
+      return convert(Value{f(toDouble(a, k)), 0, 0, false}, dtypes::float64, dt);
+    };
+    switch (op) {
+    case Op::Exp2: return fl([](double x) { return std::exp2(x); });
+    case Op::Log2: return fl([](double x) { return std::log2(x); });
+    case Op::Sin: return fl([](double x) { return std::sin(x); });
+    case Op::Sqrt: return fl([](double x) { return std::sqrt(x); });
+    case Op::Recip: return fl([](double x) { return 1.0 / x; });
+    case Op::Neg:
+      if (k == Kind::Float) r.f = -a.f;
+      else if (k == Kind::Signed) r.i = static_cast<int64_t>(0ULL - static_cast<uint64_t>(a.i));
+      else if (k == Kind::Unsigned) r.u = 0 - a.u;
+      else r.b = !a.b;
+      return r;
+    default: break;
+    }
+    const Value &b = s[1];
+    switch (op) {
+    case Op::Add:
+      if (k == Kind::Float) r.f = a.f + b.f;
+      else if (k == Kind::Signed) r.i = static_cast<int64_t>(static_cast<uint64_t>(a.i) + static_cast<uint64_t>(b.i));
+      else if (k == Kind::Unsigned) r.u = a.u + b.u;
+      else r.b = a.b || b.b;
+      return r;
+    case Op::Sub:
+      if (k == Kind::Float) r.f = a.f - b.f;
+      else if (k == Kind::Signed) r.i = static_cast<int64_t>(static_cast<uint64_t>(a.i) - static_cast<uint64_t>(b.i));
+      else if (k == Kind::Unsigned) r.u = a.u - b.u;
+      else r.b = a.b != b.b;
+      return r;
+    case Op::Mul:
+      if (k == Kind::Float) r.f = a.f * b.f;
+      else if (k == Kind::Signed) r.i = static_cast<int64_t>(static_cast<uint64_t>(a.i) * static_cast<uint64_t>(b.i));
+      else if (k == Kind::Unsigned) r.u = a.u * b.u;
+      else r.b = a.b && b.b;
+      return r;
+    case Op::Div:
+      if (k == Kind::Float) r.f = a.f / b.f;
+      else if (k == Kind::Signed) r.i = b.i == 0 ? 0 : (b.i == -1 ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(a.i)) : a.i / b.i);
+      else if (k == Kind::Unsigned) r.u = b.u == 0 ? 0 : a.u / b.u;
+      else r.b = b.b ? a.b : false;
+      return r;
+    case Op::Mod:
+      if (k == Kind::Float) r.f = std::fmod(a.f, b.f);
+      else if (k == Kind::Signed) r.i = (b.i == 0 || b.i == -1) ? 0 : a.i % b.i;
+      else if (k == Kind::Unsigned) r.u = b.u == 0 ? 0 : a.u % b.u;
+      else r.b = false;
+      return r;
+    case Op::Max:
+      if (k == Kind::Float) r.f = (a.f > b.f || std::isnan(a.f) || std::isnan(b.f)) ? a.f : b.f;
+      else if (k == Kind::Signed) r.i = a.i > b.i ? a.i : b.i;
+      else if (k == Kind::Unsigned) r.u = a.u > b.u ? a.u : b.u;
+      else r.b = a.b || b.b;
+      return r;
+    case Op::CmpLt: {
+      bool lt;
+      if (k == Kind::Float) lt = a.f < b.f || std::isnan(a.f) || std::isnan(b.f);
+      else if (k == Kind::Signed) lt = a.i < b.i;
+      else if (k == Kind::Unsigned) lt = a.u < b.u;
+      else lt = !a.b && b.b;
+      return convert(Value{0, 0, 0, lt}, dtypes::boolean, dt);
+    }
+    case Op::Xor:
+      if (k == Kind::Signed) r.i = a.i ^ b.i;
+      else if (k == Kind::Unsigned) r.u = a.u ^ b.u;
+      else if (k == Kind::Bool) r.b = a.b != b.b;
+      else LAZYJIT_USER_CHECK(false, DTypeError, "interpreter: XOR of {}", dt.name());
+      return r;
+    case Op::MulAcc:
+      if (k == Kind::Float) r.f = a.f * b.f + s[2].f;
+      else return alu(Op::Add, {alu(Op::Mul, {a, b}, dt), s[2]}, dt);
+      return r;
+    default: break;
+    }
+    LAZYJIT_USER_CHECK(false, UnsupportedError, "interpreter: {} is not an ALU op", opName(op));
+  }
+};
+
+class InterpreterProgram : public Program {
+public:
+  explicit InterpreterProgram(LazyOpRef ast) : ast(std::move(ast)) {
+    info_.name = "interp";
+    auto li = getLazyOpInfo(*this->ast);
+    info_.flops = li.flops;
+    info_.memBytes = li.memEstimate();
+  }
+  void run(std::span<Buffer *const> bufs, const VarVals &vars) override {
+    interpretKernel(*ast, bufs, vars);
+  }
+  const ProgramInfo &info() const override { return info_; }
+
+private:
+  LazyOpRef ast;
+  ProgramInfo info_;
+};
+
+class InterpreterDevice : public Device {
+public:
+  using Device::Device;
+  Allocator &allocator() override { return hostAllocator(); }
+  std::shared_ptr<Program> compile(const LazyOpRef &ast) override {
+    return std::make_shared<InterpreterProgram>(ast);
+  }
+};
+
+} // namespace
+
+void interpretKernel(const LazyOp &ast, std::span<Buffer *const> bufs, const VarVals &vars) {
+  LAZYJIT_USER_CHECK(ast.op == Op::Store, Error, "interpreter: the AST root is {}, not STORE",
+                     opName(ast.op));
+  for (const Buffer *b : bufs)
+    LAZYJIT_USER_CHECK(b->hostAccessible(), DeviceError,
+                       "interpreter: buffer on {} is not in host memory", b->device());
+  Evaluator ev(ast, bufs, vars);
+  ev.run(ast);
+}
+
+std::unique_ptr<Device> makeInterpreterDevice(const std::string &name) {
+  return std::make_unique<InterpreterDevice>(name);
+}
+
+} // namespace lazyjit

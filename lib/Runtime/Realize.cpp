@@ -1,0 +1,104 @@
+// run_schedule: lowers and runs ScheduleItems in order, allocating outputs and dropping the lazy
+// ops of realized buffers (reference realize.py).
+#include "lazyjit/Runtime/Realize.h"
+#include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Support/Logging.h"
+
+#include <chrono>
+#include <map>
+
+namespace lazyjit {
+
+namespace {
+ScheduleObserver &observer() {
+  static ScheduleObserver obs;
+  return obs;
+}
+
+int64_t allocSize(const Shape &shape) {
+  // symbolic dims are allocated at their max
+  int64_t n = 1;
+  for (const auto &s : shape) {
+    SInt m = s;
+    while (m.isNode()) m = m.node()->max;
+    n *= m.asInt();
+  }
+  return n;
+}
+} // namespace
+
+void setScheduleObserver(ScheduleObserver obs) { observer() = std::move(obs); }
+
+GlobalCounters &globalCounters() {
+  static GlobalCounters c;
+  return c;
+}
+
+RunStats runSchedule(std::vector<ScheduleItem> sched) {
+  using Clock = std::chrono::steady_clock;
+  RunStats stats;
+  auto t0 = Clock::now();
+
+  // Compile every compute kernel first, grouped by device, so devices can compile in parallel.
+  std::vector<std::shared_ptr<Program>> programs(sched.size());
+  std::map<std::string, std::vector<size_t>> byDevice;
+  for (size_t i = 0; i < sched.size(); ++i)
+    if (sched[i].isKernel()) byDevice[sched[i].out->device].push_back(i);
+  for (auto &[dev, idxs] : byDevice) {
+    std::vector<LazyOpRef> asts;
+    for (size_t i : idxs) asts.push_back(sched[i].ast);
+    auto progs = getDevice(dev).compileAll(asts);
+    for (size_t k = 0; k < idxs.size(); ++k) programs[idxs[k]] = progs[k];
+  }
+
+  for (size_t i = 0; i < sched.size(); ++i) {
+    ScheduleItem si = std::move(sched[i]);
+    for (const auto &x : si.inputs)
+      LAZYJIT_INTERNAL_CHECK(x->isRealized(), "can't run schedule, some inputs aren't realized");
+    Op kind = si.ast->op;
+    LazyBuffer &out = *si.out;
+    if (kind != Op::Copy)
+      for (const auto &x : si.inputs)
+        LAZYJIT_USER_CHECK(x->device == out.device, DeviceError,
+                           "all devices of a kernel must be the same: {} reads a buffer on {}",
+                           out.device, x->device);
+
+    std::shared_ptr<Buffer> dst = out.outputBuffer;
+    if (!dst) dst = std::make_shared<Buffer>(out.device, allocSize(out.shape), out.dtype());
+    out.setRealized(dst);
+    out.op = nullptr;
+    for (const auto &v : out.views.live()) v->op = nullptr;
+
+    auto k0 = Clock::now();
+    Program *prg = programs[i].get();
+    if (kind == Op::Empty) {
+      // allocation only
+    } else if (kind == Op::Copy) {
+      dst->copyFrom(*si.inputs[0]->realized());
+      ++stats.copies;
+      ++globalCounters().copyCount;
+    } else if (kind == Op::Custom) {
+      std::get<CustomOpRef>(si.ast->arg)->fn(*dst);
+      ++stats.customs;
+    } else {
+      std::vector<Buffer *> bufs{dst.get()};
+      for (const auto &x : si.inputs) bufs.push_back(x->realized().get());
+      prg->run(bufs, si.varVals);
+      ++stats.kernels;
+      ++globalCounters().kernelCount;
+    }
+    if (debugAtLeast(2)) {
+      getDevice(out.device).synchronize();
+      double et = std::chrono::duration<double>(Clock::now() - k0).count();
+      std::string name = prg ? prg->info().name : std::string(opName(kind));
+      logger(Stage::Runtime)
+          .info("** {:7} {:4d} {:37} arg {:3d} tm {:9.2f}us", out.device,
+                globalCounters().kernelCount, name, si.inputs.size() + 1, et * 1e6);
+    }
+    if (observer()) observer()(si, prg);
+  }
+  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return stats;
+}
+
+} // namespace lazyjit

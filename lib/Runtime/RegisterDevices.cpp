@@ -1,0 +1,24 @@
+// Registers the built-in device factories on first use of the registry.
+#include "lazyjit/Runtime/Device.h"
+#include "lazyjit/Runtime/Interpreter.h"
+
+#include <mutex>
+
+namespace lazyjit {
+namespace {
+
+void registerBuiltinsOnce() {
+  registerDeviceFactory("INTERP", makeInterpreterDevice);
+  // Until the LLVM CPU backend lands, CPU kernels run in the interpreter.
+  registerDeviceFactory("CPU", makeInterpreterDevice);
+}
+
+} // namespace
+
+// Called by getDevice (Device.cpp) before every lookup.
+void registerBuiltinDevices() {
+  static std::once_flag once;
+  std::call_once(once, registerBuiltinsOnce);
+}
+
+} // namespace lazyjit

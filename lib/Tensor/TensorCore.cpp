@@ -1,0 +1,414 @@
+// Tensor state, data read-back, devices, assign, creation and random numbers, and the mlops
+// forward functions (reference tensor.py / mlops.py).
+#include "TensorInternals.h"
+#include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Runtime/Realize.h"
+#include "lazyjit/Schedule/Schedule.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+namespace lazyjit {
+
+bool Tensor::training = false;
+
+// ---- formatting helpers -----------------------------------------------------------------------
+
+std::string fmtShape(const Shape &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].render();
+  return out + "]";
+}
+
+std::string fmtInts(const std::vector<int64_t> &v) {
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  if (v.size() == 1) out += ",";
+  return out + ")";
+}
+
+std::string describe(const Tensor &t) {
+  return std::string(t.dtype().name()) + fmtShape(t.shape());
+}
+
+int64_t normAxis(const char *op, const Tensor &t, int64_t axis, int64_t ndimExtra) {
+  int64_t n = t.ndim() + ndimExtra;
+  LAZYJIT_USER_CHECK(axis >= -n && axis < n && n > 0, ShapeError,
+                     "{}: axis {} is out of range for {} ({} dims)", op, axis, describe(t), t.ndim());
+  return axis < 0 ? axis + n : axis;
+}
+
+// ---- mlops ------------------------------------------------------------------------------------------
+
+using TI = TensorInternals;
+
+Tensor mlContiguous(const Tensor &x) { return TI::wrap(TI::lb(x)->contiguous()); }
+Tensor mlCast(const Tensor &x, DType dtype, bool bitcast) {
+  return TI::wrap(TI::lb(x)->cast(dtype, bitcast));
+}
+Tensor mlZero(const Tensor &x) { return TI::wrap(TI::lb(x)->constLike(0)); }
+Tensor mlNeg(const Tensor &x) { return TI::wrap(TI::lb(x)->e(Op::Neg)); }
+Tensor mlSin(const Tensor &x) { return TI::wrap(TI::lb(x)->e(Op::Sin)); }
+Tensor mlRelu(const Tensor &x) {
+  const auto &l = TI::lb(x);
+  return TI::wrap(l->e(Op::Max, {l->constLike(0)}));
+}
+Tensor mlLog(const Tensor &x) {
+  const auto &l = TI::lb(x);
+  return TI::wrap(l->e(Op::Log2)->e(Op::Mul, {l->constLike(std::log(2.0))}));
+}
+Tensor mlExp(const Tensor &x) {
+  const auto &l = TI::lb(x);
+  return TI::wrap(l->e(Op::Mul, {l->constLike(1 / std::log(2.0))})->e(Op::Exp2));
+}
+Tensor mlSqrt(const Tensor &x) { return TI::wrap(TI::lb(x)->e(Op::Sqrt)); }
+Tensor mlSigmoid(const Tensor &x) {
+  const auto &l = TI::lb(x);
+  // x.const(1).e(DIV, x.const(1).e(ADD, x.e(MUL, x.const(-1/log(2))).e(EXP2))), in that order
+  LazyBufferRef one = l->constLike(1);
+  LazyBufferRef one2 = l->constLike(1);
+  LazyBufferRef ex = l->e(Op::Mul, {l->constLike(-1 / std::log(2.0))})->e(Op::Exp2);
+  LazyBufferRef den = one2->e(Op::Add, {ex});
+  ex.reset();
+  one2.reset();
+  return TI::wrap(one->e(Op::Div, {den}));
+}
+Tensor mlBinary(Op op, const Tensor &x, const Tensor &y) {
+  return TI::wrap(TI::lb(x)->e(op, {TI::lb(y)}));
+}
+Tensor mlWhere(const Tensor &x, const Tensor &y, const Tensor &z) {
+  return TI::wrap(TI::lb(x)->e(Op::Where, {TI::lb(y), TI::lb(z)}));
+}
+Tensor mlReduce(Op op, const Tensor &x, const Shape &newShape) {
+  return TI::wrap(TI::lb(x)->r(op, newShape));
+}
+Tensor mlExpand(const Tensor &x, const Shape &shape) { return TI::wrap(TI::lb(x)->expand(shape)); }
+Tensor mlReshape(const Tensor &x, const Shape &shape) { return TI::wrap(TI::lb(x)->reshape(shape)); }
+Tensor mlPermute(const Tensor &x, const std::vector<int64_t> &order) {
+  return TI::wrap(TI::lb(x)->permute(order));
+}
+Tensor mlPad(const Tensor &x, const PadArg &arg) { return TI::wrap(TI::lb(x)->pad(arg)); }
+Tensor mlShrink(const Tensor &x, const PadArg &arg) { return TI::wrap(TI::lb(x)->shrink(arg)); }
+Tensor mlFlip(const Tensor &x, const std::vector<int64_t> &axis) {
+  std::vector<int64_t> arg(x.ndim(), 1);
+  for (int64_t a : axis) arg[a] = -1;
+  return TI::wrap(TI::lb(x)->stride(arg));
+}
+
+// ---- state --------------------------------------------------------------------------------------
+
+Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device) {
+  LAZYJIT_INTERNAL_CHECK(lazydata, "Tensor from a null LazyBuffer");
+  std::string dev = device ? canonicalizeDevice(*device) : lazydata->device;
+  lb = lazydata->device == dev ? std::move(lazydata) : lazydata->copyToDevice(dev);
+}
+
+Tensor Tensor::scalar(double value, const TensorOptions &opts) {
+  std::string dev = opts.device ? canonicalizeDevice(*opts.device) : defaultDevice();
+  return Tensor(LazyBuffer::loadop(Op::LoadConst, {}, opts.dtype.value_or(dtypes::float32), dev, value));
+}
+
+static void checkDefined(const LazyBufferRef &lb) {
+  LAZYJIT_USER_CHECK(lb != nullptr, Error, "use of an undefined (default-constructed) Tensor");
+}
+
+const Shape &Tensor::shape() const {
+  checkDefined(lb);
+  return lb->shape;
+}
+DType Tensor::dtype() const {
+  checkDefined(lb);
+  return lb->dtype();
+}
+const std::string &Tensor::device() const {
+  checkDefined(lb);
+  return lb->device;
+}
+int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
+SInt Tensor::numel() const { return prod(shape()); }
+
+std::vector<int64_t> Tensor::intShape() const {
+  std::vector<int64_t> out;
+  for (const auto &s : shape()) {
+    LAZYJIT_USER_CHECK(s.isInt(), UnsupportedError, "{} has a symbolic shape", describe(*this));
+    out.push_back(s.asInt());
+  }
+  return out;
+}
+
+std::string Tensor::repr() const { return "<Tensor " + lb->repr() + " on " + device() + ">"; }
+
+NodeRef Variable(const std::string &name, int64_t min, int64_t max) {
+  return variable(name, min, max);
+}
+
+// ---- data handlers ------------------------------------------------------------------------------
+
+Tensor &Tensor::realize() {
+  checkDefined(lb);
+  runSchedule(schedule(lb));
+  return *this;
+}
+
+void Tensor::corealize(const std::vector<Tensor> &tensors) {
+  std::vector<LazyBufferRef> outs;
+  for (const auto &t : tensors) outs.push_back(t.lazydata());
+  runSchedule(scheduleMany(outs));
+}
+
+std::vector<uint8_t> Tensor::toBytes() const {
+  checkDefined(lb);
+  LAZYJIT_USER_CHECK(allInt(shape()), UnsupportedError,
+                     "cannot read back {}: the shape is symbolic", describe(*this));
+  int64_t n = prodInt(shape());
+  std::vector<uint8_t> out(static_cast<size_t>(n) * dtype().itemsize());
+  if (n == 0) return out;
+  // the reference's numpy(): detach().contiguous().realize(), then copy the realized buffer
+  Tensor c = detach().contiguous();
+  c.realize();
+  const auto &buf = c.lazydata()->realized();
+  LAZYJIT_INTERNAL_CHECK(buf && buf->size() >= n, "read-back buffer is too small");
+  buf->copyOut(out.data(), out.size());
+  return out;
+}
+
+Tensor Tensor::to(const std::string &dev) const & {
+  if (canonicalizeDevice(dev) == device()) return *this;
+  return Tensor(lb, dev);
+}
+
+Tensor Tensor::detach() const & { return Tensor(lb); }
+
+Tensor &Tensor::assign(const Tensor &x) {
+  LAZYJIT_USER_CHECK(shape() == x.shape(), ShapeError, "assign: shape mismatch {} != {}",
+                     describe(*this), describe(x));
+  if (dtype() == x.dtype() && lb->isRealized()) x.lb->outputBuffer = lb->realized();
+  lb = x.lb;
+  return *this;
+}
+
+// ---- creation -------------------------------------------------------------------------------------
+
+Tensor Tensor::fromBytes(const void *data, size_t bytes, const Shape &shape, DType dtype,
+                         const std::optional<std::string> &device) {
+  LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "from data: the shape {} must be concrete",
+                     fmtShape(shape));
+  for (const auto &s : shape)
+    LAZYJIT_USER_CHECK(s.asInt() >= 0, ShapeError, "from data: negative dimension in {}",
+                       fmtShape(shape));
+  int64_t n = prodInt(shape);
+  LAZYJIT_USER_CHECK(bytes == static_cast<size_t>(n) * dtype.itemsize(), ShapeError,
+                     "from data: {} bytes do not fill {}{} ({} elements of {} bytes)", bytes,
+                     dtype.name(), fmtShape(shape), n, dtype.itemsize());
+  // the reference's fromCPU: an already-realized host buffer, then copied to the device
+  auto buf = std::make_shared<Buffer>("CPU", n, dtype);
+  buf->copyIn(data, bytes);
+  auto l = LazyBuffer::create("CPU", ShapeTracker::fromShape(shape), OpType::Load, nullptr, dtype, buf);
+  std::string dev = device ? canonicalizeDevice(*device) : defaultDevice();
+  return Tensor(l, dev);
+}
+
+Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
+                          const TensorOptions &opts) {
+  DType dt = opts.dtype.value_or(dtypes::float32);
+  std::vector<uint8_t> bytes(values.size() * dt.itemsize());
+  for (size_t i = 0; i < values.size(); ++i) {
+    double v = values[i];
+    dispatchDType(dt, [&]<typename T>() {
+      T x;
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) x = T(static_cast<float>(v));
+      else if constexpr (std::is_same_v<T, bool>) x = v != 0;
+      else x = static_cast<T>(v);
+      std::memcpy(bytes.data() + i * sizeof(T), &x, sizeof(T));
+    });
+  }
+  return fromBytes(bytes.data(), bytes.size(), shape, dt, opts.device);
+}
+
+Tensor TensorInternals::loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg) {
+  std::string dev = opts.device ? canonicalizeDevice(*opts.device) : defaultDevice();
+  return Tensor(LazyBuffer::loadop(op, {size}, opts.dtype.value_or(dtypes::float32), dev, std::move(arg)));
+}
+
+static int64_t creationSize(const char *op, const Shape &shape) {
+  LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "{}: cannot create with symbolic shape {}", op,
+                     fmtShape(shape));
+  for (const auto &s : shape)
+    LAZYJIT_USER_CHECK(s.asInt() >= 0, ShapeError, "{}: negative dimension in {}", op, fmtShape(shape));
+  return prodInt(shape);
+}
+
+Tensor Tensor::empty(const Shape &shape, const TensorOptions &opts) {
+  return TI::loadop(Op::Empty, creationSize("empty", shape), opts).reshape(shape);
+}
+
+Tensor Tensor::full(const Shape &shape, double value, const TensorOptions &opts) {
+  for (const auto &s : shape)
+    LAZYJIT_USER_CHECK(truthy(lazyjit::ge(s, 0)), ShapeError, "full: negative dimension in {}", fmtShape(shape));
+  return scalar(value, opts).reshape(Shape(shape.size(), SInt(1))).expand(shape);
+}
+Tensor Tensor::zeros(const Shape &shape, const TensorOptions &opts) { return full(shape, 0, opts); }
+Tensor Tensor::ones(const Shape &shape, const TensorOptions &opts) { return full(shape, 1, opts); }
+
+Tensor Tensor::arange(double stop, const TensorOptions &opts) { return arange(0, stop, 1, opts); }
+
+Tensor Tensor::arange(double start, double stop, double step, const TensorOptions &opts) {
+  LAZYJIT_USER_CHECK(step != 0, ShapeError, "arange: step must be nonzero");
+  double n = std::ceil((stop - start) / step);
+  int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
+  if (count == 0) return full({0}, 0, opts);
+  return full({count}, step, opts).cumsum().add(start - step);
+}
+
+Tensor Tensor::eye(int64_t dim, const TensorOptions &opts) {
+  LAZYJIT_USER_CHECK(dim >= 0, ShapeError, "eye: negative size {}", dim);
+  if (dim == 0) return full({0, 0}, 0, opts);
+  return full({dim, 1}, 1, opts)
+      .pad({SIntPair(0, 0), SIntPair(0, dim)})
+      .reshape({dim * (dim + 1)})
+      .shrink({SIntPair(0, dim * dim)})
+      .reshape({dim, dim});
+}
+
+Tensor Tensor::fullLike(double value, const TensorOptions &opts) const & {
+  TensorOptions o = opts;
+  if (!o.dtype) o.dtype = dtype();
+  if (!o.device) o.device = device();
+  return full(shape(), value, o);
+}
+Tensor Tensor::zerosLike(const TensorOptions &opts) const & { return fullLike(0, opts); }
+Tensor Tensor::onesLike(const TensorOptions &opts) const & { return fullLike(1, opts); }
+
+// ---- random numbers ---------------------------------------------------------------------------------
+
+namespace {
+std::atomic<uint64_t> &seedCounter() {
+  static std::atomic<uint64_t> s{0};
+  return s;
+}
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+} // namespace
+
+void Tensor::manualSeed(uint64_t seed) { seedCounter() = seed; }
+
+Tensor Tensor::rand(const Shape &shape, const TensorOptions &opts) {
+  int64_t n = creationSize("rand", shape);
+  // The seed is taken when the op is created (the reference takes it when the op runs), so a
+  // program's random numbers do not depend on the order of realizes.
+  uint64_t seed = ++seedCounter();
+  auto op = std::make_shared<CustomOp>();
+  op->name = "rand";
+  op->fn = [seed](Buffer &out) {
+    uint64_t state = seed * 0x2545F4914F6CDD1DULL;
+    std::vector<double> vals(out.size());
+    for (auto &v : vals) v = static_cast<double>(splitmix64(state) >> 40) * (1.0 / 16777216.0);
+    std::vector<uint8_t> bytes(out.nbytes());
+    DType dt = out.dtype();
+    for (size_t i = 0; i < vals.size(); ++i)
+      dispatchDType(dt, [&]<typename T>() {
+        T x;
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) x = T(static_cast<float>(vals[i]));
+        else if constexpr (std::is_same_v<T, bool>) x = vals[i] >= 0.5;
+        else if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(static_cast<float>(vals[i]));
+        else x = static_cast<T>(vals[i]);
+        std::memcpy(bytes.data() + i * sizeof(T), &x, sizeof(T));
+      });
+    out.copyIn(bytes.data(), bytes.size());
+  };
+  return TI::loadop(Op::Custom, n, opts, CustomOpRef(op)).reshape(shape);
+}
+
+Tensor Tensor::randn(const Shape &shape, const TensorOptions &opts) {
+  // https://en.wikipedia.org/wiki/Box%E2%80%93Muller_transform
+  Shape s2{2};
+  s2.insert(s2.end(), shape.begin(), shape.end());
+  TensorOptions o = opts;
+  o.dtype = std::nullopt;
+  Tensor src = rand(s2, o);
+  Tensor a = src.getitem({Index::at(0)}).mul(2 * M_PI).cos();
+  Tensor b = src.getitem({Index::at(1)}).sub(1, true).log().mul(-2).sqrt();
+  return a.mul(b).cast(opts.dtype.value_or(dtypes::float32));
+}
+
+Tensor Tensor::randint(const Shape &shape, int64_t low, int64_t high, const TensorOptions &opts) {
+  LAZYJIT_USER_CHECK(high > low, ShapeError, "randint: empty range [{}, {})", low, high);
+  TensorOptions o = opts;
+  o.dtype = std::nullopt;
+  return rand(shape, o).mul(static_cast<double>(high - low)).add(static_cast<double>(low)).cast(dtypes::int32);
+}
+
+Tensor Tensor::normal(const Shape &shape, double mean, double std, const TensorOptions &opts) {
+  return randn(shape, opts).mul(std, true).add(mean);
+}
+
+Tensor Tensor::uniform(const Shape &shape, double low, double high, const TensorOptions &opts) {
+  DType dt = opts.dtype.value_or(dtypes::float32);
+  TensorOptions o = opts;
+  o.dtype = std::nullopt;
+  return rand(shape, o).mul(high - low, true).cast(dt).add(low);
+}
+
+Tensor Tensor::scaledUniform(const Shape &shape, const TensorOptions &opts) {
+  return uniform(shape, -1, 1, opts).mul(std::pow(static_cast<double>(prodInt(shape)), -0.5));
+}
+
+Tensor Tensor::glorotUniform(const Shape &shape, const TensorOptions &opts) {
+  Shape rest(shape.begin() + 1, shape.end());
+  double f = std::sqrt(6.0 / static_cast<double>(shape.at(0).asInt() + prodInt(rest)));
+  return uniform(shape, -1, 1, opts).mul(f);
+}
+
+Tensor Tensor::kaimingUniform(const Shape &shape, double a, const TensorOptions &opts) {
+  Shape rest(shape.begin() + 1, shape.end());
+  double bound = std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(static_cast<double>(prodInt(rest)));
+  return uniform(shape, -bound, bound, opts);
+}
+
+Tensor Tensor::kaimingNormal(const Shape &shape, double a, const TensorOptions &opts) {
+  Shape rest(shape.begin() + 1, shape.end());
+  double std = std::sqrt(2.0 / (1 + a * a)) / std::sqrt(static_cast<double>(prodInt(rest)));
+  return normal(shape, 0, std, opts);
+}
+
+// ---- host conversion ----------------------------------------------------------------------------
+
+namespace detail {
+void convertFromBytes(const std::vector<uint8_t> &bytes, DType from, void *out, DType to,
+                      size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    double v = 0;
+    int64_t iv = 0;
+    uint64_t uv = 0;
+    int kind = 0; // 0 float, 1 signed, 2 unsigned
+    dispatchDType(from, [&]<typename T>() {
+      T x;
+      std::memcpy(&x, bytes.data() + i * sizeof(T), sizeof(T));
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) v = static_cast<float>(x);
+      else if constexpr (std::is_same_v<T, bool>) { iv = x; kind = 1; }
+      else if constexpr (std::is_floating_point_v<T>) v = x;
+      else if constexpr (std::is_signed_v<T>) { iv = x; kind = 1; }
+      else { uv = x; kind = 2; }
+    });
+    dispatchDType(to, [&]<typename T>() {
+      T x;
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+        x = T(static_cast<float>(kind == 0 ? v : kind == 1 ? double(iv) : double(uv)));
+      else if constexpr (std::is_same_v<T, bool>)
+        x = kind == 0 ? v != 0 : kind == 1 ? iv != 0 : uv != 0;
+      else if constexpr (std::is_floating_point_v<T>)
+        x = static_cast<T>(kind == 0 ? v : kind == 1 ? double(iv) : double(uv));
+      else
+        x = kind == 0 ? static_cast<T>(v) : kind == 1 ? static_cast<T>(iv) : static_cast<T>(uv);
+      std::memcpy(static_cast<char *>(out) + i * sizeof(T), &x, sizeof(T));
+    });
+  }
+}
+} // namespace detail
+
+} // namespace lazyjit

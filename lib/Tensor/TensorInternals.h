@@ -1,0 +1,60 @@
+// Private helpers shared by the Tensor implementation files: the mlops forward functions, shape
+// formatting for error messages, and axis normalization.
+#pragma once
+
+#include "lazyjit/Support/Error.h"
+#include "lazyjit/Tensor/Tensor.h"
+
+#include <string>
+
+namespace lazyjit {
+
+/// `float32[4, 6]`: how errors name a tensor.
+std::string describe(const Tensor &t);
+std::string fmtShape(const Shape &s);
+std::string fmtInts(const std::vector<int64_t> &v);
+
+/// Normalizes a possibly negative axis for an op; throws ShapeError naming the op.
+int64_t normAxis(const char *op, const Tensor &t, int64_t axis, int64_t ndimExtra = 0);
+
+/// The reference's mlops: forward functions over LazyBuffers, each returning a new Tensor.
+class TensorInternals {
+public:
+  static Tensor wrap(LazyBufferRef lb) { return Tensor(std::move(lb)); }
+  static const LazyBufferRef &lb(const Tensor &t) { return t.lb; }
+  /// Tensor._broadcasted: makes a scalar a tensor of self's dtype, left-pads shapes with 1s and
+  /// expands both to the broadcast shape. `op` names the operation in errors.
+  static std::pair<Tensor, Tensor> broadcasted(const char *op, const Tensor &self, const Operand &y,
+                                               bool reverse = false);
+  /// Tensor._to_float: an unrealized contiguous const tensor becomes its Python scalar.
+  static Operand toFloat(const Tensor &self, Operand x);
+  static Tensor reduce(const Tensor &self, Op rop, const Tensor::Axes &axis, bool keepdim);
+  static Tensor pool(const Tensor &self, const std::vector<int64_t> &k,
+                     const std::vector<int64_t> &stride, const std::vector<int64_t> &dilation);
+  static Tensor cumsumImpl(const Tensor &self, int64_t axis, bool firstZero);
+  static std::tuple<Tensor, Tensor, Tensor> softmaxParts(const Tensor &self, int64_t axis);
+  static Tensor loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg = {});
+};
+
+// mlops forward (each applies one LazyBuffer op and wraps the result)
+Tensor mlContiguous(const Tensor &x);
+Tensor mlCast(const Tensor &x, DType dtype, bool bitcast);
+Tensor mlZero(const Tensor &x);
+Tensor mlNeg(const Tensor &x);
+Tensor mlSin(const Tensor &x);
+Tensor mlRelu(const Tensor &x);
+Tensor mlLog(const Tensor &x);
+Tensor mlExp(const Tensor &x);
+Tensor mlSqrt(const Tensor &x);
+Tensor mlSigmoid(const Tensor &x);
+Tensor mlBinary(Op op, const Tensor &x, const Tensor &y);
+Tensor mlWhere(const Tensor &x, const Tensor &y, const Tensor &z);
+Tensor mlReduce(Op op, const Tensor &x, const Shape &newShape);
+Tensor mlExpand(const Tensor &x, const Shape &shape);
+Tensor mlReshape(const Tensor &x, const Shape &shape);
+Tensor mlPermute(const Tensor &x, const std::vector<int64_t> &order);
+Tensor mlPad(const Tensor &x, const PadArg &arg);
+Tensor mlShrink(const Tensor &x, const PadArg &arg);
+Tensor mlFlip(const Tensor &x, const std::vector<int64_t> &axis);
+
+} // namespace lazyjit

@@ -1,0 +1,440 @@
+// Movement ops of the Tensor API: argument checks with clear errors, then the reference's
+// movement mlops and hlops (reshape with -1, expand, permute, flip, shrink, pad, indexing, cat,
+// stack, repeat, squeeze, ...).
+#include "TensorInternals.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace lazyjit {
+
+using TI = TensorInternals;
+
+Tensor Tensor::reshape(const Shape &newShape) const & {
+  int minusOnes = 0;
+  for (const auto &s : newShape) {
+    if (pyEq(s, -1)) {
+      ++minusOnes;
+      continue;
+    }
+    LAZYJIT_USER_CHECK(truthy(lazyjit::ge(s, 0)), ShapeError, "reshape: cannot reshape {} to {}: negative dimension",
+                       describe(*this), fmtShape(newShape));
+  }
+  LAZYJIT_USER_CHECK(minusOnes <= 1, ShapeError, "reshape: cannot reshape {} to {}: more than one -1",
+                     describe(*this), fmtShape(newShape));
+  Shape resolved;
+  for (const auto &s : newShape) {
+    if (pyEq(s, -1)) {
+      Shape known;
+      for (const auto &t : newShape)
+        if (!pyEq(t, -1)) known.push_back(t);
+      SInt k = prod(known);
+      LAZYJIT_USER_CHECK(pyNe(k, 0), ShapeError, "reshape: cannot infer -1 in {} for {}",
+                         fmtShape(newShape), describe(*this));
+      // -prod(self.shape) // prod(new_shape) in the reference, where prod(new_shape) includes -1
+      resolved.push_back(floordiv(-prod(shape()), -k));
+    } else {
+      resolved.push_back(s);
+    }
+  }
+  if (allInt(shape()) && allInt(resolved)) {
+    int64_t a = prodInt(shape()), b = prodInt(resolved);
+    LAZYJIT_USER_CHECK(a == b, ShapeError, "reshape: cannot reshape {} ({} elements) to {} ({} elements)",
+                       describe(*this), a, fmtShape(resolved), b);
+  }
+  return mlReshape(*this, resolved);
+}
+
+Tensor Tensor::expand(const Shape &arg) const & {
+  LAZYJIT_USER_CHECK(arg.size() == shape().size(), ShapeError,
+                     "expand: cannot expand {} to {}: the number of dims differs", describe(*this),
+                     fmtShape(arg));
+  Shape ns;
+  for (size_t i = 0; i < arg.size(); ++i) {
+    SInt x = pyEq(arg[i], -1) ? shape()[i] : arg[i];
+    LAZYJIT_USER_CHECK(pyEq(x, shape()[i]) || pyEq(shape()[i], 1), ShapeError,
+                       "expand: cannot expand {} to {}: dim {} has size {}, not 1", describe(*this),
+                       fmtShape(arg), i, shape()[i].render());
+    ns.push_back(x);
+  }
+  return mlExpand(*this, ns);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t> &order) const & {
+  std::vector<int64_t> o;
+  std::set<int64_t> seen;
+  bool ok = static_cast<int64_t>(order.size()) == ndim();
+  for (int64_t a : order) {
+    int64_t n = a < 0 ? a + ndim() : a;
+    ok = ok && n >= 0 && n < ndim() && seen.insert(n).second;
+    o.push_back(n);
+  }
+  LAZYJIT_USER_CHECK(ok, ShapeError, "permute: {} is not a permutation of the {} dims of {}",
+                     fmtInts(order), ndim(), describe(*this));
+  return mlPermute(*this, o);
+}
+
+Tensor Tensor::flip(const std::vector<int64_t> &axis) const & {
+  std::vector<int64_t> a;
+  for (int64_t x : axis) a.push_back(normAxis("flip", *this, x));
+  return mlFlip(*this, a);
+}
+
+Tensor Tensor::shrink(const std::vector<std::optional<SIntPair>> &arg) const & {
+  LAZYJIT_USER_CHECK(arg.size() == shape().size(), ShapeError,
+                     "shrink: {} bounds for {} ({} dims)", arg.size(), describe(*this), ndim());
+  bool any = false;
+  PadArg full;
+  for (size_t i = 0; i < arg.size(); ++i) {
+    if (!arg[i]) {
+      full.emplace_back(0, shape()[i]);
+      continue;
+    }
+    const auto &[b, e] = *arg[i];
+    LAZYJIT_USER_CHECK(truthy(lazyjit::le(0, b)) && truthy(lazyjit::le(b, e)) && truthy(lazyjit::le(e, shape()[i])), ShapeError,
+                       "shrink: bounds ({}, {}) are outside dim {} of {}", b.render(), e.render(), i,
+                       describe(*this));
+    any = any || !(pyEq(b, 0) && pyEq(e, shape()[i]));
+    full.push_back(*arg[i]);
+  }
+  if (!any) return *this;
+  return mlShrink(*this, full);
+}
+
+Tensor Tensor::pad(const std::vector<std::optional<SIntPair>> &arg, double value) const & {
+  LAZYJIT_USER_CHECK(arg.size() == shape().size(), ShapeError, "pad: {} pairs for {} ({} dims)",
+                     arg.size(), describe(*this), ndim());
+  bool any = false;
+  PadArg narg;
+  for (const auto &p : arg) {
+    SIntPair q = p ? *p : SIntPair(0, 0);
+    LAZYJIT_USER_CHECK(truthy(lazyjit::ge(q.first, 0)) && truthy(lazyjit::ge(q.second, 0)), ShapeError,
+                       "pad: negative padding ({}, {}) for {}", q.first.render(), q.second.render(),
+                       describe(*this));
+    any = any || !(pyEq(q.first, 0) && pyEq(q.second, 0));
+    narg.push_back(q);
+  }
+  if (!any) return *this;
+  Tensor ret = mlPad(*this, narg);
+  if (value == 0) return ret;
+  return ret.add(mlPad(onesLike(), narg).where(0, value));
+}
+
+Tensor Tensor::slice(const std::vector<std::optional<SIntPair>> &arg, double value) const & {
+  std::vector<SIntPair> a;
+  for (size_t i = 0; i < shape().size(); ++i)
+    a.push_back(i < arg.size() && arg[i] ? *arg[i] : SIntPair(0, shape()[i]));
+  std::vector<std::optional<SIntPair>> padding, shrinkArg;
+  for (size_t i = 0; i < a.size(); ++i)
+    padding.emplace_back(SIntPair(pyMax(0, -a[i].first), pyMax(0, a[i].second - shape()[i])));
+  for (size_t i = 0; i < a.size(); ++i)
+    shrinkArg.emplace_back(SIntPair(a[i].first + padding[i]->first, a[i].second + padding[i]->first));
+  return pad(padding, value).shrink(shrinkArg);
+}
+
+Tensor Tensor::pad2d(const std::vector<int64_t> &padding, double value) const & {
+  LAZYJIT_USER_CHECK(padding.size() % 2 == 0 && static_cast<int64_t>(padding.size() / 2) <= ndim(),
+                     ShapeError, "pad2d: padding {} does not fit {}", fmtInts(padding), describe(*this));
+  size_t k = padding.size() / 2;
+  std::vector<std::optional<SIntPair>> slc;
+  for (size_t i = 0; i + k < shape().size(); ++i) slc.emplace_back(SIntPair(0, shape()[i]));
+  // (-p0, s+p1) for the last dims, listed from the last dim backwards
+  std::vector<SIntPair> tail;
+  for (size_t j = 0; j < k; ++j) {
+    const SInt &s = shape()[shape().size() - 1 - j];
+    tail.emplace_back(-padding[2 * j], s + padding[2 * j + 1]);
+  }
+  std::reverse(tail.begin(), tail.end());
+  for (auto &t : tail) slc.emplace_back(t);
+  return slice(slc, value);
+}
+
+Tensor Tensor::T() const & { return transpose(); }
+
+Tensor Tensor::transpose(int64_t ax1, int64_t ax2) const & {
+  int64_t a = normAxis("transpose", *this, ax1), b = normAxis("transpose", *this, ax2);
+  std::vector<int64_t> order(ndim());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[a], order[b]);
+  return permute(order);
+}
+
+Tensor Tensor::flatten(int64_t startDim) const & {
+  int64_t s = startDim < 0 ? startDim + ndim() : startDim;
+  LAZYJIT_USER_CHECK(s >= 0 && s <= ndim(), ShapeError, "flatten: start dim {} for {}", startDim,
+                     describe(*this));
+  Shape ns(shape().begin(), shape().begin() + s);
+  ns.push_back(-1);
+  return reshape(ns);
+}
+
+Tensor Tensor::squeeze(std::optional<int64_t> dim) const & {
+  if (!dim) {
+    bool hasOne = std::any_of(shape().begin(), shape().end(), [](const SInt &s) { return pyEq(s, 1); });
+    if (!hasOne) return *this;
+    Shape ns;
+    for (const auto &s : shape())
+      if (!pyEq(s, 1)) ns.push_back(s);
+    return reshape(ns);
+  }
+  if (*dim <= 0 && ndim() == 0) return *this; // PyTorch behaviour
+  int64_t d = normAxis("squeeze", *this, *dim);
+  if (!pyEq(shape()[d], 1)) return *this;
+  Shape ns;
+  for (int64_t i = 0; i < ndim(); ++i)
+    if (i != d) ns.push_back(shape()[i]);
+  return reshape(ns);
+}
+
+Tensor Tensor::unsqueeze(int64_t dim) const & {
+  int64_t d = dim < 0 ? ndim() + dim + 1 : dim;
+  LAZYJIT_USER_CHECK(d >= 0 && d <= ndim(), ShapeError, "unsqueeze: dim {} is out of range for {}",
+                     dim, describe(*this));
+  Shape ns(shape().begin(), shape().begin() + d);
+  ns.push_back(1);
+  ns.insert(ns.end(), shape().begin() + d, shape().end());
+  return reshape(ns);
+}
+
+Tensor Tensor::contiguous() const & { return mlContiguous(*this); }
+Tensor Tensor::contiguousBackward() const & { return *this; }
+
+Tensor Tensor::cat(std::vector<Tensor> othersIn, int64_t dim) const & {
+  std::vector<Tensor> others = std::move(othersIn);
+  LAZYJIT_USER_CHECK(ndim() > 0, ShapeError, "cat: a zero-dimensional tensor cannot be concatenated");
+  int64_t d = normAxis("cat", *this, dim);
+  for (const auto &y : others) {
+    bool ok = y.ndim() == ndim();
+    for (int64_t i = 0; ok && i < ndim(); ++i)
+      if (i != d) ok = pyEq(y.shape()[i], shape()[i]);
+    LAZYJIT_USER_CHECK(ok, ShapeError, "cat: cannot concatenate {} and {} along dim {}", describe(*this),
+                       describe(y), d);
+    LAZYJIT_USER_CHECK(y.dtype() == dtype(), DTypeError, "cat: dtype mismatch {} and {}",
+                       describe(*this), describe(y));
+  }
+  std::vector<Tensor> catargs{*this};
+  catargs.insert(catargs.end(), others.begin(), others.end());
+  std::vector<SInt> cumsum{0};
+  for (const auto &t : catargs) cumsum.push_back(cumsum.back() + t.shape()[d]);
+  std::vector<Tensor> padded;
+  for (size_t k = 0; k < catargs.size(); ++k) {
+    std::vector<std::optional<SIntPair>> slc(ndim(), SIntPair(0, 0));
+    slc[d] = SIntPair(cumsum[k], cumsum.back() - cumsum[k] - catargs[k].shape()[d]);
+    padded.push_back(catargs[k].pad(slc));
+  }
+  // reduce(Tensor.__add__, padded)
+  Tensor acc = padded[0];
+  for (size_t k = 1; k < padded.size(); ++k) acc = acc.add(padded[k]);
+  return acc;
+}
+
+Tensor Tensor::stack(std::vector<Tensor> tensorsIn, int64_t dim) {
+  std::vector<Tensor> tensors = std::move(tensorsIn);
+  LAZYJIT_USER_CHECK(!tensors.empty(), ShapeError, "stack: no tensors");
+  Tensor first = tensors[0].unsqueeze(dim);
+  std::vector<Tensor> rest;
+  for (size_t i = 1; i < tensors.size(); ++i) rest.push_back(tensors[i].unsqueeze(dim));
+  return first.cat(rest, dim);
+}
+
+Tensor Tensor::repeat(const std::vector<int64_t> &repeats) const & {
+  LAZYJIT_USER_CHECK(static_cast<int64_t>(repeats.size()) >= ndim(), ShapeError,
+                     "repeat: {} repeats for {}", fmtInts(repeats), describe(*this));
+  Shape base(repeats.size() - ndim(), SInt(1));
+  base.insert(base.end(), shape().begin(), shape().end());
+  Shape newShape, expandShape, finalShape;
+  for (size_t i = 0; i < base.size(); ++i) {
+    LAZYJIT_USER_CHECK(repeats[i] >= 0, ShapeError, "repeat: negative repeat {}", repeats[i]);
+    newShape.push_back(1);
+    newShape.push_back(base[i]);
+    expandShape.push_back(repeats[i]);
+    expandShape.push_back(base[i]);
+    finalShape.push_back(SInt(repeats[i]) * base[i]);
+  }
+  return reshape(newShape).expand(expandShape).reshape(finalShape);
+}
+
+std::vector<Tensor> Tensor::chunk(int64_t num, int64_t dim) const {
+  LAZYJIT_USER_CHECK(num > 0, ShapeError, "chunk: {} chunks", num);
+  int64_t d = normAxis("chunk", *this, dim);
+  int64_t n = shape()[d].asInt();
+  int64_t step = (n + num - 1) / num;
+  std::vector<Tensor> out;
+  for (int64_t k = 0; k < n; k += step) {
+    std::vector<Index> idx(d, Index::all());
+    idx.push_back(Index::range(k, k + step));
+    out.push_back(getitem(idx));
+  }
+  return out;
+}
+
+// ---- indexing -------------------------------------------------------------------------------------
+
+namespace {
+// Python's slice.indices(length)
+std::tuple<int64_t, int64_t, int64_t> sliceIndices(const Index &s, int64_t len) {
+  int64_t step = s.step;
+  int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? len - 1 : len;
+  auto norm = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v;
+    if (x < 0) {
+      x += len;
+      if (x < lower) x = lower;
+    } else if (x > upper) {
+      x = upper;
+    }
+    return x;
+  };
+  int64_t start = norm(s.start, step < 0 ? upper : lower);
+  int64_t stop = norm(s.stop, step < 0 ? lower : upper);
+  return {start, stop, step};
+}
+} // namespace
+
+Tensor Tensor::getitem(const std::vector<Index> &input) const & {
+  std::vector<Index> indices = input;
+  int ellipses = 0;
+  size_t numSlices = 0;
+  for (const auto &i : indices) {
+    if (i.kind == Index::Kind::Ellipsis) ++ellipses;
+    else if (i.kind != Index::Kind::NewAxis) ++numSlices;
+  }
+  LAZYJIT_USER_CHECK(ellipses <= 1, ShapeError, "getitem: an index can only have a single ellipsis");
+  LAZYJIT_USER_CHECK(static_cast<int64_t>(numSlices) <= ndim(), ShapeError,
+                     "getitem: too many indices for {} ({} dims)", describe(*this), ndim());
+  // fill the ellipsis (or the end) with full slices
+  auto fill = std::find_if(indices.begin(), indices.end(),
+                           [](const Index &i) { return i.kind == Index::Kind::Ellipsis; });
+  size_t fillAt = fill - indices.begin();
+  if (fill != indices.end()) indices.erase(fill);
+  indices.insert(indices.begin() + fillAt, ndim() - numSlices, Index::all());
+
+  std::vector<int64_t> newAxes; // positions in `indices` of None
+  std::vector<Index> filtered;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (indices[k].kind == Index::Kind::NewAxis) newAxes.push_back(static_cast<int64_t>(k));
+    else filtered.push_back(indices[k]);
+  }
+  std::vector<int64_t> intDims;
+  std::vector<int64_t> start, stop, strides;
+  for (size_t d = 0; d < filtered.size(); ++d) {
+    const Index &ix = filtered[d];
+    LAZYJIT_USER_CHECK(shape()[d].isInt(), UnsupportedError, "getitem: dim {} of {} is symbolic", d,
+                       describe(*this));
+    int64_t sh = shape()[d].asInt();
+    if (ix.kind == Index::Kind::Int) {
+      LAZYJIT_USER_CHECK(ix.i < sh && ix.i >= -sh, ShapeError,
+                         "getitem: index {} is out of bounds for dimension {} with size {}", ix.i, d, sh);
+      intDims.push_back(static_cast<int64_t>(d));
+      int64_t n = ix.i < 0 ? ix.i + sh : ix.i;
+      start.push_back(n);
+      stop.push_back(n + 1);
+      strides.push_back(1);
+    } else {
+      LAZYJIT_USER_CHECK(ix.step != 0, ShapeError, "getitem: slice step cannot be 0");
+      auto [s, e, st] = sliceIndices(ix, sh);
+      start.push_back(s);
+      stop.push_back(e);
+      strides.push_back(st);
+    }
+  }
+  // basic indexing: shrink, then flip where strides are negative
+  std::vector<std::optional<SIntPair>> newSlice;
+  std::vector<int64_t> flipAxes;
+  for (size_t d = 0; d < filtered.size(); ++d) {
+    int64_t s = start[d], e = stop[d], st = strides[d];
+    if (st > 0) newSlice.emplace_back(e < s ? SIntPair(0, 0) : SIntPair(s, e));
+    else newSlice.emplace_back(e > s ? SIntPair(0, 0) : SIntPair(e + 1, s + 1));
+    if (st < 0) flipAxes.push_back(static_cast<int64_t>(d));
+  }
+  Tensor sliced = shrink(newSlice).flip(flipAxes);
+  Shape newShape = sliced.shape();
+  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1 && s != -1; })) {
+    std::vector<std::optional<SIntPair>> pads;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      int64_t s = std::abs(strides[d]), dim = sliced.shape()[d].asInt();
+      pads.emplace_back(SIntPair(0, dim % s != 0 ? s - dim % s : 0));
+    }
+    Tensor padded = sliced.pad(pads);
+    Shape rs;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      int64_t s = std::abs(strides[d]);
+      rs.push_back(padded.shape()[d].asInt() / s);
+      rs.push_back(s);
+    }
+    Tensor reshaped = padded.reshape(rs);
+    newShape.clear();
+    for (size_t d = 0; d < rs.size(); d += 2) newShape.push_back(rs[d]);
+    std::vector<std::optional<SIntPair>> shr;
+    for (const auto &sh : newShape) {
+      shr.emplace_back(SIntPair(0, sh));
+      shr.emplace_back(SIntPair(0, 1));
+    }
+    sliced = reshaped.shrink(shr);
+  }
+  // inject dim=1 for None and collapse dim for int
+  for (int64_t d : newAxes) newShape.insert(newShape.begin() + d, 1);
+  for (auto it = intDims.rbegin(); it != intDims.rend(); ++it) {
+    int64_t dim = *it;
+    for (int64_t d : newAxes)
+      if (dim >= d) ++dim;
+    newShape.erase(newShape.begin() + dim);
+  }
+  return sliced.reshape(newShape);
+}
+
+Tensor Tensor::getitem(Tensor indexIn) const & {
+  Tensor index = std::move(indexIn);
+  LAZYJIT_USER_CHECK(ndim() >= 1, ShapeError, "getitem: cannot index a 0-d tensor");
+  LAZYJIT_USER_CHECK(index.dtype().isInt() || index.dtype().isFloating(), DTypeError,
+                     "getitem: index tensor must be numeric, got {}", describe(index));
+  // the reference's fancy indexing for one tensor index at dim 0: (arange == idx) * self, summed
+  int64_t n = shape()[0].asInt();
+  Tensor t = index.sign().neg().relu().mul(static_cast<double>(n)).add(index);
+  int64_t maxDim = index.ndim();
+  Shape ar{n};
+  ar.insert(ar.end(), ndim() + maxDim - 1, SInt(1));
+  Tensor arange = Tensor::arange(0, static_cast<double>(n), 1, {dtypes::int32, device()}).reshape(ar);
+  Shape is(1, SInt(1));
+  is.insert(is.end(), index.shape().begin(), index.shape().end());
+  is.insert(is.end(), ndim() - 1, SInt(1));
+  Tensor idx = t.reshape(is);
+  Shape rs{shape()[0]};
+  rs.insert(rs.end(), maxDim, SInt(1));
+  rs.insert(rs.end(), shape().begin() + 1, shape().end());
+  Tensor ret = reshape(rs);
+  return arange.eq(idx).mul(ret).sum(std::vector<int64_t>{0});
+}
+
+Tensor Tensor::gather(Tensor idxArg, int64_t dim) const & {
+  Tensor idxIn = std::move(idxArg);
+  LAZYJIT_USER_CHECK(idxIn.ndim() == ndim(), ShapeError, "gather: index {} must have the rank of {}",
+                     describe(idxIn), describe(*this));
+  for (int64_t i = 0; i < ndim(); ++i)
+    LAZYJIT_USER_CHECK(truthy(lazyjit::ge(shape()[i], idxIn.shape()[i])), ShapeError,
+                       "gather: index {} is larger than {} in dim {}", describe(idxIn), describe(*this), i);
+  int64_t d = normAxis("gather", *this, dim);
+  Tensor idx = idxIn.transpose(d, 0).unsqueeze(-1);
+  std::vector<int64_t> permarg(ndim());
+  std::iota(permarg.begin(), permarg.end(), 0);
+  std::vector<int64_t> p;
+  if (d != 0) {
+    p.assign(permarg.begin() + 1, permarg.begin() + d);
+    p.push_back(permarg[0]);
+    p.insert(p.end(), permarg.begin() + d + 1, permarg.end());
+    p.push_back(permarg[d]);
+  } else {
+    p.assign(permarg.begin() + 1, permarg.end());
+    p.push_back(permarg[0]);
+  }
+  std::vector<std::optional<SIntPair>> shr;
+  for (size_t i = 1; i + 1 < idx.shape().size(); ++i) shr.emplace_back(SIntPair(0, idx.shape()[i]));
+  shr.emplace_back(SIntPair(0, shape()[d]));
+  Tensor ar = Tensor::arange(0, static_cast<double>(shape()[d].asInt()), 1, {dtypes::int32, device()});
+  Tensor eqm = idx.eq(ar);
+  return eqm.mul(permute(p).shrink(shr).unsqueeze(0)).sum(std::vector<int64_t>{-1}).transpose(0, d);
+}
+
+} // namespace lazyjit

@@ -1,0 +1,300 @@
+// Elementwise ops of the Tensor API: broadcasting, the binary ops with the reference's scalar
+// shortcuts, comparisons, where, unary math and activations, casts, and the C++ operators.
+//
+// The evaluation order of subexpressions follows the reference's Python (left operand first),
+// because the order in which graph nodes are created can change fusion.
+#include "TensorInternals.h"
+
+#include <cmath>
+
+namespace lazyjit {
+
+using TI = TensorInternals;
+
+namespace {
+Tensor scalarLike(const Tensor &self, double v) {
+  // A Python scalar takes the tensor's dtype (float32 for bool tensors).
+  DType dt = self.dtype() == dtypes::boolean ? dtypes::float32 : self.dtype();
+  return Tensor::scalar(v, {dt, self.device()});
+}
+} // namespace
+
+std::pair<Tensor, Tensor> TensorInternals::broadcasted(const char *op, const Tensor &self,
+                                                       const Operand &yIn, bool reverse) {
+  Tensor x = self;
+  Tensor y;
+  if (!yIn.isTensor()) {
+    for (const auto &s : x.shape())
+      if (pyEq(s, 0)) return {x, x.fullLike(yIn.value)};
+    y = scalarLike(self, yIn.value);
+  } else {
+    y = yIn.tensor();
+    LAZYJIT_USER_CHECK(y.device() == x.device(), DeviceError,
+                       "{}: operands are on different devices: {} on {} and {} on {}", op,
+                       describe(x), x.device(), describe(y), y.device());
+  }
+  if (reverse) std::swap(x, y);
+  if (x.shape() == y.shape()) return {x, y};
+  Shape xs = x.shape(), ys = y.shape();
+  // check broadcastability before building any node
+  {
+    size_t n = std::max(xs.size(), ys.size());
+    for (size_t i = 0; i < n; ++i) {
+      SInt a = i < n - xs.size() ? SInt(1) : xs[i - (n - xs.size())];
+      SInt b = i < n - ys.size() ? SInt(1) : ys[i - (n - ys.size())];
+      LAZYJIT_USER_CHECK(pyEq(a, b) || pyEq(a, 1) || pyEq(b, 1), ShapeError,
+                         "{}: cannot broadcast {} with {}", op, describe(x), describe(y));
+    }
+  }
+  int64_t delta = static_cast<int64_t>(xs.size()) - static_cast<int64_t>(ys.size());
+  if (delta > 0) {
+    Shape ns(delta, SInt(1));
+    ns.insert(ns.end(), ys.begin(), ys.end());
+    y = y.reshape(ns);
+  } else if (delta < 0) {
+    Shape ns(-delta, SInt(1));
+    ns.insert(ns.end(), xs.begin(), xs.end());
+    x = x.reshape(ns);
+  }
+  xs = x.shape();
+  ys = y.shape();
+  if (xs == ys) return {x, y};
+  Shape ret;
+  for (size_t i = 0; i < xs.size(); ++i) ret.push_back(pyMax(xs[i], ys[i]));
+  if (xs != ret) x = x.expand(ret);
+  if (ys != ret) y = y.expand(ret);
+  return {x, y};
+}
+
+Operand TensorInternals::toFloat(const Tensor &self, Operand x) {
+  if (!x.isTensor()) return x;
+  const LazyBufferRef &l = x.lb;
+  if (l->isUnrealizedContiguousConst() && TI::broadcasted("broadcast", self, x).first.shape() == self.shape())
+    return Operand(std::get<double>(l->base()->op->arg));
+  return x;
+}
+
+Operand::Operand(const Tensor &t) : lb(t.lazydata()) {}
+Operand::Operand(Tensor &&t) : lb(t.lazydata()) { t = Tensor(); }
+Tensor Operand::tensor() const { return TensorInternals::wrap(lb); }
+
+// ---- binary -----------------------------------------------------------------------------------------
+
+Tensor Tensor::add(Operand xIn, bool reverse) const & {
+  Operand x = TI::toFloat(*this, std::move(xIn));
+  if (!x.isTensor() && x.value == 0) return *this;
+  auto [a, b] = TI::broadcasted("add", *this, x, reverse);
+  return mlBinary(Op::Add, a, b);
+}
+
+Tensor Tensor::sub(Operand xIn, bool reverse) const & {
+  Operand x = TI::toFloat(*this, std::move(xIn));
+  if (!x.isTensor() && x.value == 0) return reverse ? neg() : *this;
+  auto [a, b] = TI::broadcasted("sub", *this, x, reverse);
+  return mlBinary(Op::Sub, a, b);
+}
+
+Tensor Tensor::mul(Operand xIn, bool reverse) const & {
+  Operand x = TI::toFloat(*this, std::move(xIn));
+  if (!x.isTensor() && x.value == 0.0) return mlZero(*this);
+  if (!x.isTensor() && x.value == -1.0) return neg();
+  if (!x.isTensor() && x.value == 1.0) return *this;
+  auto [a, b] = TI::broadcasted("mul", *this, x, reverse);
+  return mlBinary(Op::Mul, a, b);
+}
+
+Tensor Tensor::div(Operand xIn, bool reverse) const & {
+  Operand x = TI::toFloat(*this, std::move(xIn));
+  // a float tensor divided by a nonzero scalar becomes a multiply by the reciprocal
+  if (x.isTensor() || reverse || x.value == 0 || !dtype().isFloat()) {
+    auto [a, b] = TI::broadcasted("div", *this, x, reverse);
+    return mlBinary(Op::Div, a, b);
+  }
+  return mul(1 / x.value);
+}
+
+Tensor Tensor::pow(Operand xIn, bool reverse) const & {
+  Operand x = TI::toFloat(*this, std::move(xIn));
+  if (!x.isTensor() && !reverse) {
+    // simple pow identities
+    if (x.value < 0) return reciprocal().pow(-x.value);
+    if (x.value == 3.0) return mul(*this).mul(*this);
+    if (x.value == 2.0) return mul(*this);
+    if (x.value == 1.0) return *this;
+    if (x.value == 0.5) return sqrt();
+  }
+  if (!x.isTensor() && reverse && x.value > 0) return mul(std::log(x.value)).exp();
+  // |base| ** x through exp/log; the sign of negative bases is fixed with cos(pi * x) (the
+  // oddness of the power), 0 counts as positive, and a negative base with a non-integer power
+  // gives nan.
+  if (!reverse) {
+    Tensor ar = abs().log().mul(x).exp();
+    Operand sign = x.isTensor() ? Operand(x.tensor().mul(M_PI).cos()) : Operand(std::cos(x.value * M_PI));
+    Tensor baseSign = this->sign().sub(1).div(-2);
+    baseSign = baseSign.sub(this->sign().abs().sub(1, true).mul(1.5, true));
+    Tensor toNan = x.isTensor()
+                       ? x.tensor().sub(x.tensor().trunc()).mul(1e10).abs().clip(0, 1).mul(baseSign)
+                       : baseSign.mul(static_cast<double>(x.value != std::trunc(x.value)), true);
+    Tensor injectNan = toNan.neg().mul(2).add(1).log().add(1);
+    Tensor sb = sign.isTensor() ? sign.tensor().mul(baseSign) : baseSign.mul(sign.value, true);
+    return ar.mul(sb.add(baseSign.sub(1, true))).mul(injectNan);
+  }
+  // reverse with a scalar base x <= 0: x ** self
+  Tensor ar = mul(std::log(std::abs(x.value))).exp();
+  Tensor sign = mul(M_PI).cos();
+  double baseSign = (std::copysign(1.0, x.value) - 1) / -2;
+  baseSign = baseSign - 1.5 * (1 - std::abs(static_cast<double>(x.value != 0)));
+  Tensor toNan = sub(trunc()).mul(1e10).abs().clip(0, 1).mul(baseSign);
+  Tensor injectNan = toNan.neg().mul(2).add(1).log().add(1);
+  return ar.mul(sign.mul(baseSign).add(1 - baseSign)).mul(injectNan);
+}
+
+Tensor Tensor::xorWith(Operand xIn, bool reverse) const & {
+  Operand x = std::move(xIn);
+  LAZYJIT_USER_CHECK(dtype().isInt() || dtype().isBool(), DTypeError,
+                     "xor: needs integer or bool operands, got {}", describe(*this));
+  if (x.isTensor())
+    LAZYJIT_USER_CHECK(x.tensor().dtype().isInt() || x.tensor().dtype().isBool(), DTypeError,
+                       "xor: needs integer or bool operands, got {}", describe(x.tensor()));
+  auto [a, b] = TI::broadcasted("xor", *this, x, reverse);
+  return mlBinary(Op::Xor, a, b);
+}
+
+Tensor Tensor::maximum(Operand xIn) const & {
+  Operand x = std::move(xIn);
+  // (self<x).detach().where(x, (self>x).detach().where(self, (self+x)/2)), left to right
+  Tensor less = lt(x).detach();
+  Tensor inner = gt(x).detach().where(*this, add(x).div(2));
+  return less.where(x, inner);
+}
+
+Tensor Tensor::minimum(Operand xIn) const & {
+  Operand x = std::move(xIn);
+  Tensor ns = neg();
+  Operand nx = x.isTensor() ? Operand(x.tensor().neg()) : Operand(-x.value);
+  return ns.maximum(nx).neg();
+}
+
+Tensor Tensor::where(Operand inputIn, Operand otherIn) const & {
+  Operand input = std::move(inputIn), other = std::move(otherIn);
+  auto [x_, y] = TI::broadcasted("where", *this, input);
+  auto [x, z] = TI::broadcasted("where", x_, other);
+  auto [y2, z2] = TI::broadcasted("where", y, z);
+  LAZYJIT_USER_CHECK(x.shape() == y2.shape(), ShapeError, "where: cannot broadcast {} with {}",
+                     describe(x), describe(y2));
+  return mlWhere(x, y2, z2);
+}
+
+Tensor Tensor::lt(Operand xIn) const & {
+  Operand x = std::move(xIn);
+  auto [a, b] = TI::broadcasted("lt", *this, x, false);
+  return mlBinary(Op::CmpLt, a, b);
+}
+Tensor Tensor::gt(Operand xIn) const & {
+  Operand x = std::move(xIn);
+  auto [a, b] = TI::broadcasted("gt", *this, x, true);
+  return mlBinary(Op::CmpLt, a, b);
+}
+Tensor Tensor::ge(Operand x) const & { return lt(std::move(x)).sub(1.0, true); }
+Tensor Tensor::le(Operand x) const & { return gt(std::move(x)).sub(1.0, true); }
+Tensor Tensor::ne(Operand xIn) const & {
+  Operand x = std::move(xIn);
+  return lt(x).add(gt(x));
+}
+Tensor Tensor::eq(Operand x) const & { return ne(std::move(x)).sub(1.0, true); }
+
+// ---- unary --------------------------------------------------------------------------------------
+
+Tensor Tensor::neg() const & { return mlNeg(*this); }
+Tensor Tensor::log() const & { return mlLog(*this); }
+Tensor Tensor::log2() const & { return mlLog(*this).div(std::log(2.0)); }
+Tensor Tensor::exp() const & { return mlExp(*this); }
+Tensor Tensor::exp2() const & { return mlExp(mul(std::log(2.0))); }
+Tensor Tensor::relu() const & { return mlRelu(*this); }
+Tensor Tensor::sigmoid() const & { return mlSigmoid(*this); }
+Tensor Tensor::sin() const & { return mlSin(*this); }
+Tensor Tensor::sqrt() const & { return mlSqrt(*this); }
+Tensor Tensor::rsqrt() const & { return div(1, true).sqrt(); }
+Tensor Tensor::cos() const & { return sub(M_PI / 2, true).sin(); }
+Tensor Tensor::tan() const & { return sin().div(cos()); }
+Tensor Tensor::trunc() const & { return cast(dtypes::int32).contiguous().cast(dtype()); }
+Tensor Tensor::ceil() const & {
+  Tensor b = trunc();
+  return gt(b).where(b.add(1), b);
+}
+Tensor Tensor::floor() const & {
+  Tensor b = trunc();
+  return lt(b).where(b.sub(1), b);
+}
+Tensor Tensor::square() const & { return mul(*this); }
+Tensor Tensor::clip(double lo, double hi) const & { return maximum(lo).minimum(hi); }
+Tensor Tensor::abs() const & { return relu().add(neg().relu()); }
+Tensor Tensor::sign() const & { return toFloat().div(toFloat().abs().add(1e-12)).cast(dtype()); }
+Tensor Tensor::reciprocal() const & { return div(1.0, true); }
+Tensor Tensor::elu(double alpha) const & {
+  return relu().sub(exp().sub(1, true).relu().mul(alpha, true));
+}
+Tensor Tensor::celu(double alpha) const & {
+  return maximum(0).add(div(alpha).exp().sub(1).mul(alpha, true).minimum(0));
+}
+Tensor Tensor::swish() const & { return mul(sigmoid()); }
+Tensor Tensor::silu() const & { return swish(); }
+Tensor Tensor::relu6() const & { return relu().sub(sub(6).relu()); }
+Tensor Tensor::hardswish() const & { return mul(add(3).relu6()).mul(1.0 / 6); }
+Tensor Tensor::tanh() const & { return mul(2.0, true).sigmoid().mul(2.0, true).sub(1.0); }
+Tensor Tensor::sinh() const & { return exp().sub(neg().exp()).div(2); }
+Tensor Tensor::cosh() const & { return exp().add(neg().exp()).div(2); }
+Tensor Tensor::atanh() const & { return add(1, true).div(sub(1, true)).log().div(2); }
+Tensor Tensor::asinh() const & { return add(square().add(1).sqrt()).log(); }
+Tensor Tensor::acosh() const & { return add(square().sub(1).sqrt()).log(); }
+Tensor Tensor::hardtanh(double minVal, double maxVal) const & { return clip(minVal, maxVal); }
+Tensor Tensor::gelu() const & {
+  Tensor half = mul(0.5, true);
+  Tensor inner = mul(0.7978845608).mul(mul(0.044715, true).mul(*this).add(1, true));
+  return half.mul(inner.tanh().add(1, true));
+}
+Tensor Tensor::quickGelu() const & { return mul(mul(1.702).sigmoid()); }
+Tensor Tensor::leakyrelu(double negSlope) const & { return relu().sub(mul(-negSlope, true).relu()); }
+Tensor Tensor::mish() const & { return mul(softplus().tanh()); }
+Tensor Tensor::softplus(double beta) const & {
+  return mul(beta).exp().add(1, true).log().mul(1 / beta, true);
+}
+Tensor Tensor::softsign() const & { return div(abs().add(1, true)); }
+
+// ---- casts ------------------------------------------------------------------------------------------
+
+Tensor Tensor::cast(DType dt) const & {
+  // The reference routes bfloat16 through uint32 bit tricks for devices without bfloat16; every
+  // lazyjit device casts bfloat16 directly, so that detour is dropped.
+  return dtype() != dt ? mlCast(*this, dt, false) : *this;
+}
+
+Tensor Tensor::toFloat() const & { return cast(dtypes::float32); }
+Tensor Tensor::half() const & { return cast(dtypes::float16); }
+
+Tensor Tensor::bitcast(DType dt) const & {
+  LAZYJIT_USER_CHECK(dtype().itemsize() == dt.itemsize(), DTypeError,
+                     "bitcast: cannot bitcast {} to {}: itemsizes {} and {} differ", describe(*this),
+                     dt.name(), dtype().itemsize(), dt.itemsize());
+  return dtype() != dt ? mlCast(*this, dt, true) : *this;
+}
+
+// ---- operators ----------------------------------------------------------------------------------
+
+Tensor operator-(Tensor a) { return std::move(a).neg(); }
+Tensor operator+(Tensor a, Operand b) { return std::move(a).add(std::move(b)); }
+Tensor operator-(Tensor a, Operand b) { return std::move(a).sub(std::move(b)); }
+Tensor operator*(Tensor a, Operand b) { return std::move(a).mul(std::move(b)); }
+Tensor operator/(Tensor a, Operand b) { return std::move(a).div(std::move(b)); }
+Tensor operator+(double a, Tensor b) { return std::move(b).add(a, true); }
+Tensor operator-(double a, Tensor b) { return std::move(b).sub(a, true); }
+Tensor operator*(double a, Tensor b) { return std::move(b).mul(a, true); }
+Tensor operator/(double a, Tensor b) { return std::move(b).div(a, true); }
+Tensor operator<(Tensor a, Operand b) { return std::move(a).lt(std::move(b)); }
+Tensor operator>(Tensor a, Operand b) { return std::move(a).gt(std::move(b)); }
+Tensor operator<=(Tensor a, Operand b) { return std::move(a).le(std::move(b)); }
+Tensor operator>=(Tensor a, Operand b) { return std::move(a).ge(std::move(b)); }
+Tensor operator==(Tensor a, Operand b) { return std::move(a).eq(std::move(b)); }
+Tensor operator!=(Tensor a, Operand b) { return std::move(a).ne(std::move(b)); }
+
+} // namespace lazyjit
