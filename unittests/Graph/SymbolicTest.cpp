@@ -1,0 +1,540 @@
+// The reference's symbolic-algebra cases: every helper_test_variable row of test_symbolic.py
+// (S01..S77 in tinygrad-cases.md §3) as render/min/max tables, and the exact equalities S78..S99,
+// pinned with the values the reference produces.
+#include "lazyjit/Graph/Symbolic.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace lazyjit;
+
+namespace {
+
+SInt var(const char *name, int64_t lo, int64_t hi) { return variable(name, lo, hi); }
+SInt num(int64_t v) { return numNode(v); }
+
+/// Variable.sum([...]).
+SInt sumOf(std::initializer_list<SInt> xs) {
+  std::vector<NodeRef> nodes;
+  for (const auto &x : xs) nodes.push_back(x.toNode());
+  return sumNodes(nodes);
+}
+
+/// Variable.ands([...]).
+SInt andOf(std::initializer_list<SInt> xs) {
+  std::vector<NodeRef> nodes;
+  for (const auto &x : xs) nodes.push_back(x.toNode());
+  return andNodes(nodes);
+}
+
+bool isKind(const SInt &x, NodeKind k) { return x.isNode() && x.node()->kind == k; }
+
+/// One helper_test_variable assertion: the expression, its render, min and max.
+struct Row {
+  const char *id;
+  std::function<SInt()> build;
+  int64_t min, max;
+  const char *render;
+};
+
+void checkRows(const std::vector<Row> &rows) {
+  for (const Row &r : rows) {
+    INFO(r.id, ": expected ", r.render);
+    SInt e = r.build();
+    REQUIRE(e.isNode()); // the reference's operators on a Node always return a Node
+    const Node &n = *e.node();
+    CHECK(n.render() == r.render);
+    REQUIRE(n.min.isInt());
+    REQUIRE(n.max.isInt());
+    CHECK(n.min.asInt() == r.min);
+    CHECK(n.max.asInt() == r.max);
+  }
+}
+
+} // namespace
+
+TEST_CASE("Symbolic: comparisons fold to constants or keep an LtNode (S01-S16, S43-S44, S50-S53, "
+          "S60-S66)") {
+  auto a38 = [] { return var("a", 3, 8); };
+  auto a06 = [] { return var("a", 0, 6); };
+  checkRows({
+      {"S01", [&] { return ge(a38(), 77); }, 0, 0, "0"},
+      {"S02", [&] { return ge(a38(), 9); }, 0, 0, "0"},
+      {"S03", [&] { return ge(a38(), 8); }, 0, 1, "((a*-1)<-7)"},
+      {"S04", [&] { return ge(a38(), 4); }, 0, 1, "((a*-1)<-3)"},
+      {"S05", [&] { return ge(a38(), 3); }, 1, 1, "1"},
+      {"S06", [&] { return ge(a38(), 2); }, 1, 1, "1"},
+      {"S07", [&] { return lt(a38(), 77); }, 1, 1, "1"},
+      {"S08", [&] { return lt(a38(), 9); }, 1, 1, "1"},
+      {"S09", [&] { return lt(a38(), 8); }, 0, 1, "(a<8)"},
+      {"S10", [&] { return lt(a38(), 4); }, 0, 1, "(a<4)"},
+      {"S11", [&] { return lt(a38(), 3); }, 0, 0, "0"},
+      {"S12", [&] { return lt(a38(), 2); }, 0, 0, "0"},
+      {"S13", [] { return lt(var("idx", 0, 511) * 4 + var("FLOAT4_INDEX", 0, 3), 512); }, 0, 1,
+       "(idx<128)"},
+      {"S14",
+       [] {
+         return andOf({lt(var("idx1", 0, 511) * 4 + var("FLOAT4_INDEX", 0, 3), 512),
+                       lt(var("idx2", 0, 511) * 4 + var("FLOAT4_INDEX", 0, 3), 512)});
+       },
+       0, 1, "((idx1<128) and (idx2<128))"},
+      {"S15",
+       [] {
+         SInt e = andOf({lt(var("idx1", 0, 511) * 4 + var("FLOAT4_INDEX", 0, 3), 512),
+                         lt(var("idx2", 0, 511) * 4 + var("FLOAT8_INDEX", 0, 7), 512)});
+         return floordiv(e, 4);
+       },
+       0, 1, "((((FLOAT8_INDEX//4)+idx2)<128) and ((idx1//4)<32))"},
+      {"S16",
+       [] { return andOf({lt(var("idx1", 0, 511) * 4 + var("FLOAT4_INDEX", 0, 256), 512)}); }, 0, 1,
+       "(((idx1*4)+FLOAT4_INDEX)<512)"},
+      {"S43",
+       [] {
+         return lt(sumOf({var("a", 0, 7) * 4, var("b", 0, 3)}), 16);
+       },
+       0, 1, "(a<4)"},
+      {"S44",
+       [] {
+         return lt(sumOf({var("a", 0, 7) * 4, var("b", 0, 4)}), 16);
+       },
+       0, 1, "(((a*4)+b)<16)"},
+      {"S50", [] { return lt(var("a", 0, 5) * 4, 13); }, 0, 1, "(a<4)"},
+      {"S51", [] { return lt(var("a", 0, 5) * 4, 16); }, 0, 1, "(a<4)"},
+      {"S52", [] { return gt(var("a", 0, 5) * 4, 11); }, 0, 1, "((a*-1)<-2)"},
+      {"S53", [] { return gt(var("a", 0, 5) * 4, 12); }, 0, 1, "((a*-1)<-3)"},
+      {"S60", [&] { return ge(a06(), 25); }, 0, 0, "0"},
+      {"S61", [&] { return lt(a06(), -3); }, 0, 0, "0"},
+      {"S62", [&] { return lt(a06(), 3); }, 0, 1, "(a<3)"},
+      {"S63", [&] { return lt(a06(), 8); }, 1, 1, "1"},
+      {"S64", [&] { return lt(a06() + 2, 3); }, 0, 1, "(a<1)"},
+      {"S65",
+       [] {
+         return andOf({num(0), var("a", 0, 1)});
+       },
+       0, 0, "0"},
+      {"S66",
+       [] {
+         return andOf({num(1), var("a", 0, 1)});
+       },
+       0, 1, "a"},
+  });
+}
+
+TEST_CASE("Symbolic: add, sub, mul and sums factorise and fold constants (S17-S30, S49, S55, S57, "
+          "S69-S70)") {
+  auto a08 = [] { return var("a", 0, 8); };
+  checkRows({
+      {"S17", [&] { return a08() * 2 + a08() * 3; }, 0, 40, "(a*5)"},
+      {"S18", [&] { return a08() + a08() * 3; }, 0, 32, "(a*4)"},
+      {"S19", [&] { return -a08(); }, -8, 0, "(a*-1)"},
+      {"S20", [&] { return a08() + 1; }, 1, 9, "(1+a)"},
+      {"S21", [&] { return a08() + num(1); }, 1, 9, "(1+a)"},
+      {"S22", [&] { return a08() - 1; }, -1, 7, "(-1+a)"},
+      {"S23", [&] { return a08() - num(1); }, -1, 7, "(-1+a)"},
+      {"S24", [&] { return a08() * 0; }, 0, 0, "0"},
+      {"S25", [&] { return a08() * 1; }, 0, 8, "a"},
+      {"S27", [&] { return a08() * 2; }, 0, 16, "(a*2)"},
+      {"S30", [&] { return a08() * 2 + 12; }, 12, 28, "((a*2)+12)"},
+      {"S49", [] { return var("a", 0, 5) * 10 * 9; }, 0, 450, "(a*90)"},
+      {"S55",
+       [] {
+         return sumOf({var("a", 0, 3), var("b", 0, 5)}) * 3;
+       },
+       0, 24, "((a*3)+(b*3))"},
+      {"S57", [] { return sumOf({var("a", 0, 7)}); }, 0, 7, "a"},
+      {"S69",
+       [] {
+         return sumOf({num(29), var("a", 0, 10), num(-23)});
+       },
+       6, 16, "(6+a)"},
+      {"S70",
+       [] {
+         return sumOf({var("a", 0, 1) * -4 + 1, var("a", 0, 1) * 4});
+       },
+       1, 1, "1"},
+  });
+}
+
+TEST_CASE("Symbolic: floor division by ints (S26, S28, S31-S38, S41-S42, S54, S71-S77)") {
+  auto a07 = [] { return var("a", 0, 7); };
+  checkRows({
+      {"S26", [] { return floordiv(var("a", 0, 2) * -1, 3); }, -1, 0, "((((a*-1)+3)//3)+-1)"},
+      {"S28", [] { return floordiv(var("a", 0, 8), 1); }, 0, 8, "a"},
+      {"S31", [&] { return floordiv(a07(), 2); }, 0, 3, "(a//2)"},
+      {"S32", [&] { return floordiv(a07(), -2); }, -3, 0, "((a//2)*-1)"},
+      {"S33",
+       [&] {
+         return floordiv(sumOf({a07(), var("b", 0, 3)}), 2);
+       },
+       0, 5, "((a+b)//2)"},
+      {"S34",
+       [&] {
+         return floordiv(sumOf({a07() * 4, var("b", 0, 3) * 4}), 2);
+       },
+       0, 20, "((a*2)+(b*2))"},
+      {"S35",
+       [&] {
+         return floordiv(sumOf({a07() * 5, var("b", 0, 3) * 4}), 2);
+       },
+       0, 23, "(((a*5)//2)+(b*2))"},
+      {"S36",
+       [&] {
+         return floordiv(sumOf({a07() * 6, var("b", 0, 7) * 6}), 16);
+       },
+       0, 5, "(((a*3)+(b*3))//8)"},
+      {"S37",
+       [&] {
+         return floordiv(sumOf({num(16), a07() * 6, var("b", 0, 7) * 6}), 16);
+       },
+       1, 6, "((((a*3)+(b*3))//8)+1)"},
+      {"S38",
+       [&] {
+         return floordiv(sumOf({a07() * 5, var("b", 0, 3) * 5}), 2);
+       },
+       0, 25, "(((a*5)+(b*5))//2)"},
+      {"S41",
+       [&] {
+         return floordiv(sumOf({a07() * 4, num(3)}), 4);
+       },
+       0, 7, "a"},
+      {"S42",
+       [&] {
+         return floordiv(sumOf({a07() * 4, num(3)}), 16);
+       },
+       0, 1, "(a//4)"},
+      {"S54", [] { return floordiv(floordiv(var("a", 0, 1800), 10), 9); }, 0, 20, "(a//90)"},
+      {"S71",
+       [] {
+         return floordiv(sumOf({num(-40), var("a", 0, 10) * 2, var("b", 0, 10) * 40}), 40);
+       },
+       -1, 9, "(-1+b)"},
+      {"S72", [] { return floordiv(var("a", 0, 10) * 4, 4); }, 0, 10, "a"},
+      {"S73", [] { return floordiv(var("a", 0, 10) * 8, 4); }, 0, 20, "(a*2)"},
+      {"S74", [] { return floordiv(var("a", 0, 10) * 4, 8); }, 0, 5, "(a//2)"},
+      {"S75",
+       [] {
+         return floordiv(sumOf({var("idx0", 0, 127) * 4, var("idx2", 0, 3)}), 4);
+       },
+       0, 127, "idx0"},
+      {"S76", [] { return floordiv(var("idx", 0, 9) * -10, 11); }, -9, 0,
+       "((((idx*-10)+99)//11)+-9)"},
+      {"S77", [] { return floordiv(mod(var("idx", 0, 16) * 4, 8), 4); }, 0, 1, "(idx%2)"},
+  });
+}
+
+TEST_CASE("Symbolic: modulo by ints (S29, S39-S40, S45-S48, S56, S58-S59, S67-S68)") {
+  checkRows({
+      {"S29", [] { return mod(var("a", 0, 8), 1); }, 0, 0, "0"},
+      {"S39",
+       [] {
+         return mod(sumOf({var("a", 0, 7) * 100, var("b", 0, 3) * 50}), 100);
+       },
+       0, 99, "((b*50)%100)"},
+      {"S40", [] { return mod(1 + var("a", 1, 2), 2); }, 0, 1, "(-1+a)"},
+      {"S45", [] { return mod(var("a", 0, 5) * 10, 9); }, 0, 5, "a"},
+      {"S46", [] { return mod(mod(var("a", 0, 31), 12), 4); }, 0, 3, "(a%4)"},
+      {"S47", [] { return mod(mod(4 * var("a", 0, 31), 12), 4); }, 0, 0, "0"},
+      {"S48", [] { return mod(mod(var("a", 0, 31), 4), 12); }, 0, 3, "(a%4)"},
+      {"S56",
+       [] {
+         return mod(sumOf({var("b", 0, 2), var("a", 0, 5) * 10}), 9);
+       },
+       0, 7, "(a+b)"},
+      {"S58", [] { return mod(var("a", 0, 6), 100); }, 0, 6, "a"},
+      {"S59", [] { return mod(var("a", 0, 20), 10); }, 0, 9, "(a%10)"},
+      {"S67",
+       [] {
+         return mod(sumOf({num(-29), var("a", 0, 10), var("b", 0, 10) * 28}), 28);
+       },
+       0, 27, "((27+a)%28)"},
+      {"S68",
+       [] {
+         return mod(sumOf({num(-29), var("a", 0, 100), var("b", 0, 10) * 28}), 28);
+       },
+       0, 27, "((27+a)%28)"},
+  });
+}
+
+TEST_CASE("Symbolic: S40's expected render is the render of a-1") {
+  CHECK((var("a", 1, 2) - 1).render() == "(-1+a)");
+}
+
+TEST_CASE("Symbolic: a Variable with min == max and a division with one value become NumNodes") {
+  CHECK(isKind(var("a", 2, 2), NodeKind::Num));
+  CHECK(isKind(floordiv(var("a", 2, 3), 2), NodeKind::Num));
+  CHECK(pyEq(floordiv(var("a", 2, 3), 2), 1));
+}
+
+TEST_CASE("Symbolic: equality compares renders") {
+  SInt idx1 = var("idx1", 0, 3), idx2 = var("idx2", 0, 3);
+  CHECK(pyEq(idx1, idx1));
+  CHECK(pyNe(idx1, idx2));
+  CHECK(pyEq(idx1 * 4, idx1 * 4));
+  CHECK(pyNe(idx1 * 4, idx1 * 3));
+  CHECK(pyNe(idx1 * 4, idx1 + 4));
+  CHECK(pyNe(idx1 * 4, idx2 * 4));
+  CHECK(pyEq(idx1 + idx2, idx1 + idx2));
+  CHECK(pyEq(idx1 + idx2, idx2 + idx1));
+  CHECK(pyNe(idx1 + idx2, idx2));
+  CHECK(pyEq(idx1 * idx2, idx2 * idx1));
+  // NumNode.__eq__ compares its value with ints.
+  CHECK(pyEq(num(3), 3));
+  CHECK(pyEq(3, num(3)));
+  CHECK(pyNe(num(3), 4));
+  // Variables with the same name and bounds are equal even when they are different objects.
+  CHECK(pyEq(var("a", 0, 3), var("a", 0, 3)));
+  CHECK(pyNe(var("a", 0, 3), var("a", 0, 4)));
+}
+
+TEST_CASE("Symbolic: the render of a mul of two variables puts the smaller name first (S96)") {
+  SInt a = var("a", 1, 8), b = var("b", 1, 10);
+  CHECK(a.render() == "a");
+  CHECK(SInt(1).render() == "1");
+  CHECK((a + 1).render() == "(1+a)");
+  CHECK((a * b).render() == "(a*b)");
+  CHECK((b * a).render() == "(a*b)");
+  CHECK((b * a).node()->key() == "(a[1-8]*b[1-10])");
+  // Only named variables are reordered.
+  CHECK((var("idx0", 0, 3) * (var("i", 1, 4) + 1)).render() == "(idx0*(1+i))");
+}
+
+TEST_CASE("Symbolic: str() is the DEBUG key in angle brackets (S99)") {
+  CHECK(var("a", 3, 8).str() == "<a[3-8]>");
+  CHECK((var("a", 3, 8) * 2).str() == "<(a[3-8]*2)>");
+  CHECK(SInt(5).str() == "5");
+  CHECK(variable(std::nullopt, 0, 3)->key() == "None[0-3]");
+}
+
+TEST_CASE("Symbolic: binding changes the key, unbinding restores it") {
+  NodeRef x = variable("x", 1, 100);
+  CHECK(x->key() == "x[1-100]");
+  x->bind(3);
+  CHECK(x->key() == "x[1-100=3]");
+  CHECK(x->render() == "x");
+  REQUIRE(x->boundValue().has_value());
+  CHECK(*x->boundValue() == 3);
+  auto [unbound, value] = x->unbindVar();
+  CHECK(value == 3);
+  CHECK(unbound->key() == "x[1-100]");
+  CHECK_FALSE(pyEq(x, unbound));
+  NodeRef e = (SInt(x) * 4 + 1).node();
+  CHECK(e->key() == "((x[1-100=3]*4)+1)");
+  CHECK(e->unbind()->key() == "((x[1-100]*4)+1)");
+  CHECK_THROWS_AS(variable("y", 1, 5)->bind(9), Error);
+}
+
+TEST_CASE("Symbolic: vars are deduplicated by key") {
+  SInt z = num(0), a = var("a", 0, 10), b = var("b", 0, 10), c = var("c", 0, 10);
+  auto names = [](const SInt &e) {
+    std::vector<std::string> out;
+    for (const auto &v : e.node()->vars()) out.push_back(v->key());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  CHECK(names(z).empty());
+  CHECK(names(a) == Names{"a[0-10]"});
+  CHECK(names(rawMulNode(a.node(), 3)) == Names{"a[0-10]"});
+  CHECK(names(rawSumNode({a.node(), b.node(), c.node()})) ==
+        Names{"a[0-10]", "b[0-10]", "c[0-10]"});
+  CHECK(names(a + b * c) == Names{"a[0-10]", "b[0-10]", "c[0-10]"});
+  CHECK(names(mod(a, 3) + floordiv(b, 5)) == Names{"a[0-10]", "b[0-10]"});
+  CHECK(names(a + b + c - a) == Names{"b[0-10]", "c[0-10]"});
+  CHECK(names(a * a) == Names{"a[0-10]"});
+  CHECK(names(floordiv(a, 4) + floordiv(a, 6)) == Names{"a[0-10]"});
+}
+
+TEST_CASE("Symbolic: max and min of an int and a node (S98)") {
+  SInt a = var("a", 1, 8);
+  CHECK(pyEq(pyMax(1, a), a));
+  CHECK(pyEq(pyMax(a, 1), a));
+  CHECK(pyEq(pyMin(1, a), 1));
+  CHECK(pyEq(pyMin(a, 1), 1));
+  // Comparisons return nodes; an undecided LtNode is truthy, a folded 0 is not.
+  SInt gt1 = gt(a, 1);
+  REQUIRE(isKind(gt1, NodeKind::Lt));
+  CHECK(truthy(gt1));
+  CHECK(pyEq(lt(a, 1), 0));
+  CHECK_FALSE(truthy(lt(a, 1)));
+}
+
+TEST_CASE("Symbolic: sym_infer substitutes values (S97)") {
+  SInt a = var("a", 0, 10), b = var("b", 0, 10), c = var("c", 0, 10);
+  std::map<std::string, int64_t> vals{{"a", 2}, {"b", 3}, {"c", 4}};
+  CHECK(symInfer(5, vals) == 5);
+  CHECK(symInfer(a, vals) == 2);
+  CHECK(symInfer(b, vals) == 3);
+  CHECK(symInfer(a + b, vals) == 5);
+  CHECK(symInfer(a - b, vals) == -1);
+  CHECK(symInfer(a + b + c, vals) == 9);
+  CHECK(symInfer(a * b, vals) == 6);
+  CHECK(symInfer(a * b + c, vals) == 10);
+  CHECK_THROWS_AS(symInfer(a + b, {{"a", 1}}), Error);
+}
+
+TEST_CASE("Symbolic: substitute rebuilds and simplifies the node (S94)") {
+  NodeRef a = variable(std::nullopt, 1, 3);
+  SInt b = SInt(a) + 1;
+  NodeRef c = b.node()->substitute({{a->key(), numNode(1)}});
+  CHECK(pyEq(c, num(2)));
+  CHECK(c->isNum());
+  // A substituted sum is regrouped.
+  SInt x = var("x", 0, 7), y = var("y", 0, 7);
+  NodeRef s = (x * 2 + y).node()->substitute({{y.node()->key(), x.node()}});
+  CHECK(s->render() == "(x*3)");
+}
+
+TEST_CASE("Symbolic: int and NumNode divided by symbolic nodes (S78, S79, S81)") {
+  auto i = [] { return var("i", 1, 10); };
+  SInt idx0 = variable("idx0", 0, i() * 3 - 1);
+  CHECK(pyEq(floordiv(num(0), i() * 128), 0));
+  CHECK(pyEq(mod(num(0), i() * 128), 0));
+  CHECK(pyEq(floordiv(num(127), i() * 128), 0));
+  CHECK(pyEq(mod(num(127), i() * 128), 127));
+  CHECK(pyEq(floordiv(127, i() * 128), 0));
+  CHECK(pyEq(mod(127, i() * 128), 127));
+  CHECK(pyEq(floordiv(num(128), i() * 128 + 128), 0));
+  CHECK(pyEq(mod(num(128), i() * 128 + 128), 128));
+  CHECK(pyEq(floordiv(128, i() * 128 + 128), 0));
+  CHECK(pyEq(mod(128, i() * 128 + 128), 128));
+  CHECK(pyEq(floordiv(0, i() * 128), 0));
+  CHECK(pyEq(mod(0, i() * 128), 0));
+  CHECK(pyEq(floordiv(idx0, i() * 3), 0));
+  CHECK(pyEq(mod(idx0, i() * 3), idx0));
+  CHECK(pyEq(floordiv(i(), i()), 1));
+  CHECK(pyEq(mod(i(), i()), 0));
+  CHECK(pyEq(floordiv(128, num(4)), 32));
+  CHECK(pyEq(mod(128, num(4)), 0));
+  CHECK(pyEq(floordiv(num(128), num(4)), 32));
+  CHECK(pyEq(mod(num(128), num(4)), 0));
+}
+
+TEST_CASE("Symbolic: a MulNode with a symbolic stride divided by a node (S82)") {
+  SInt i = var("i", 1, 10), idx0 = var("idx0", 0, 31);
+  CHECK(pyEq(floordiv(idx0 * (i * 4 + 4), i + 1), idx0 * 4));
+  CHECK(pyEq(mod(idx0 * (i * 4 + 4), i + 1), 0));
+  CHECK(pyEq(mod(idx0 * i, i), 0));
+}
+
+TEST_CASE("Symbolic: a SumNode divided by a SumNode (S83, S84)") {
+  SInt i = var("i", 1, 10), idx0 = var("idx0", 0, 7), idx1 = var("idx1", 0, 3);
+  SInt idx2 = variable("idx2", 0, i);
+  SInt e = idx0 * (i * 4 + 4) + idx1 * (i + 1) + idx2;
+  CHECK(pyEq(floordiv(e, i + 1), idx0 * 4 + idx1));
+  CHECK(floordiv(e, i + 1).render() == "((idx0*4)+idx1)");
+  CHECK(pyEq(mod(e, i + 1), idx2));
+  CHECK(pyEq(floordiv(i + 1, i * 128 + 128), 0));
+  CHECK(pyEq(mod(i + 1, i * 128 + 128), i + 1));
+  CHECK(pyEq(floordiv(i + 1 + idx2, i + 1), 1));
+  CHECK(pyEq(mod(i + 1 + idx2, i + 1), idx2));
+  CHECK(pyEq(floordiv(idx0 * (i * 4 + 4) + i + 1 + idx2, i + 1), idx0 * 4 + 1));
+  CHECK(pyEq(mod(idx0 * (i * 4 + 4) + i + 1 + idx2, i + 1), idx2));
+  CHECK(pyEq(floordiv((i * 128 + 128) * 2, i * 128 + 128), 2));
+  CHECK(pyEq(mod((i * 128 + 128) * 2, i * 128 + 128), 0));
+  // A single fully divided term stays a one-term SumNode, which renders with parentheses and is not
+  // equal to the term itself.
+  SInt g = variable("g", 0, i);
+  SInt one = floordiv(idx0 * (i + 1) + g, i + 1);
+  CHECK(one.render() == "(idx0)");
+  CHECK(pyNe(one, idx0));
+}
+
+TEST_CASE("Symbolic: the llama-style symbolic div and mod (S86, S87)") {
+  SInt i = var("i", 1, 1024);
+  SInt gidx0 = variable("gidx0", 0, i), lidx1 = var("lidx1", 0, 7), ridx1 = var("ridx1", 0, 31);
+  SInt big = (i * 128 + 128) * 2 + gidx0 * 128 + lidx1 * (i * 512 + 512) + ridx1 * 4;
+  CHECK(pyEq(floordiv(big, i * 128 + 128), 2 + lidx1 * 4));
+  CHECK(pyEq(mod(big, i * 128 + 128), gidx0 * 128 + ridx1 * 4));
+  SInt e = gidx0 * 128 + i * 128 + ridx1 * 4 + 129;
+  CHECK(pyEq(floordiv(e, i * 128 + 128), 1));
+  CHECK(pyEq(mod(e, i * 128 + 128), gidx0 * 128 + ridx1 * 4 + 1));
+  SInt f = ridx1 * (i * 4 + 4) + 1 + i + gidx0;
+  CHECK(pyEq(floordiv(f, i * 128 + 128), 0));
+  CHECK(pyEq(mod(f, i * 128 + 128), f));
+}
+
+TEST_CASE("Symbolic: mod of a variable with a symbolic bound stays a ModNode (S88, S91)") {
+  SInt i = var("i", 1, 128);
+  for (SInt gidx0 : {SInt(variable("gidx0", 0, i)), SInt(variable("gidx0", 0, i * 8 + 7))}) {
+    for (int64_t k : {8, 2}) {
+      SInt m = mod(gidx0, k);
+      REQUIRE(isKind(m, NodeKind::Mod));
+      CHECK(pyEq(m.node()->a, gidx0));
+      CHECK(pyEq(m.node()->b, k));
+    }
+  }
+  SInt j = var("i", 1, 5);
+  SInt idx0 = variable("idx0", 0, j);
+  CHECK_FALSE(pyEq(mod(idx0, 2), idx0));
+}
+
+TEST_CASE("Symbolic: node < node folds when the ranges decide it (S89)") {
+  SInt a = var("a", 1, 5), b = var("b", 6, 9), c = var("c", 1, 10), d = var("d", 5, 10);
+  CHECK(pyEq(lt(a, b), 1));
+  CHECK(pyEq(lt(b, a), 0));
+  CHECK(pyEq(lt(d, a), 0));
+  for (SInt x : {lt(a, c), gt(a, c)}) {
+    REQUIRE(isKind(x, NodeKind::Lt));
+    CHECK(pyEq(x.node()->min, 0));
+    CHECK(pyEq(x.node()->max, 1));
+    CHECK(truthy(x));
+  }
+  for (SInt x : {lt(a, 3), gt(a, 3)}) {
+    CHECK(truthy(x));
+    CHECK(pyEq(x.node()->min, 0));
+    CHECK(pyEq(x.node()->max, 1));
+  }
+}
+
+TEST_CASE("Symbolic: a sum with a symbolic-coefficient MulNode cannot be compared with an int") {
+  NodeRef a = variable("a", 1, 2), b = variable("b", 1, 2), c = variable("c", 1, 2);
+  SInt x = rawSumNode({rawMulNode(a, b), c});
+  CHECK_THROWS_WITH_AS(lt(x, 3), doctest::Contains("not supported"), UnsupportedError);
+}
+
+TEST_CASE("Symbolic: NumNode times a node (S92)") {
+  SInt a = var("a", 1, 5);
+  SInt two = num(2) * a;
+  CHECK(pyEq(two, a * 2));
+  CHECK(isKind(two, NodeKind::Mul));
+  SInt one = num(1) * a;
+  CHECK(pyEq(one, a));
+  CHECK(isKind(one, NodeKind::Variable));
+  SInt zero = num(0) * a;
+  CHECK(pyEq(zero, 0));
+  CHECK(isKind(zero, NodeKind::Num));
+}
+
+TEST_CASE("Symbolic: the order of stored sum terms picks the divisor") {
+  // tinygrad-semantics §4: the first MulNode whose coefficient divides b supplies the divisor.
+  SInt a = var("a", 0, 7), b = var("b", 0, 7);
+  CHECK(floordiv(a * 3 + b * 2, 6).render() == "((((b*2)//3)+a)//2)");
+  // Semantics notes: (a*4+3) < 13, (a*4+3) < 8, (a+b+3) < 5.
+  CHECK(lt(a * 4 + 3, 13).render() == "((a*2)<5)");
+  CHECK(lt(a * 4 + 3, 8).render() == "((a*4)<5)");
+  CHECK(lt(a + b + 3, 5).render() == "((a+b)<2)");
+  // Nested ands are not flattened.
+  SInt x = lt(a, 3), y = lt(b, 4), z = lt(a + b, 9);
+  CHECK(andOf({andOf({x, y}), z}).render() == "(((a+b)<9) and ((a<3) and (b<4)))");
+  // The negative-numerator offset rule with a larger range.
+  CHECK(floordiv(var("a", 0, 8) * -1, 3).render() == "((((a*-1)+9)//3)+-3)");
+  CHECK(mod(var("a", 0, 8) * 10, 9).render() == "a");
+  CHECK(mod(var("a", 0, 9) * 10, 9).render() == "(a%9)");
+}
+
+TEST_CASE("Symbolic: bad divisors are errors, not crashes") {
+  SInt a = var("a", 0, 7), b = var("b", 0, 7);
+  CHECK_THROWS_AS(floordiv(a, 0), UnsupportedError);
+  CHECK_THROWS_AS(mod(a, 0), UnsupportedError);
+  CHECK_THROWS_AS(mod(a, -2), UnsupportedError);
+  CHECK_THROWS_WITH_AS(floordiv(a, b), doctest::Contains("not supported"), UnsupportedError);
+  CHECK_THROWS_WITH_AS(mod(a, b), doctest::Contains("not supported"), UnsupportedError);
+  CHECK_THROWS_WITH_AS(floordiv(5, b), doctest::Contains("not supported"), UnsupportedError);
+  CHECK_THROWS_AS(variable("v", 3, 2), Error);
+}
