@@ -1,0 +1,80 @@
+// Kernel: the shape bookkeeping of one kernel AST before lowering (the reference's
+// codegen/kernel.py). All buffers' ShapeTrackers are kept at one rank; the axes are laid out as
+//
+//   [ global | local ] first_reduce [ group | reduce loops ] [ upcast: reduce-unrolled | output ]
+//
+// and optimizations (OptOps) reshape/permute every ShapeTracker together. This file has no LLVM
+// dependency; lowering to LLVM IR is in Lower*.cpp.
+#pragma once
+
+#include "lazyjit/Graph/LazyOp.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+enum class OptOp : uint8_t { Upcast, Unroll, Local, LastLocal, Group, GroupTop, NoLocals, PadTo };
+
+/// One applied optimization (the reference's Opt).
+struct Opt {
+  OptOp op;
+  int64_t axis = 0;
+  int64_t amt = 0;
+  std::string str() const; ///< "UPCAST(1,4)"
+  bool operator==(const Opt &o) const { return op == o.op && axis == o.axis && amt == o.amt; }
+};
+
+/// What the target supports (the reference's LinearizerOptions).
+struct KernelOptions {
+  bool hasLocal = false;  ///< thread-block local dims (GPU)
+  bool hasShared = false; ///< shared memory for group reduces (GPU)
+  std::vector<int64_t> globalMax, localMax;
+};
+
+class Kernel {
+public:
+  explicit Kernel(LazyOpRef ast, KernelOptions opts = {});
+
+  LazyOpRef ast;
+  KernelOptions opts;
+  /// The buffer nodes in AST preorder, deduplicated by argument; bufs[0] is the STORE.
+  std::vector<const LazyOp *> bufs;
+  /// One ShapeTracker per buffer, all of rank shapeLen().
+  std::vector<ShapeTracker> sts;
+  const LazyOp *reduceop = nullptr;
+  size_t fullBufIndex = 0;
+
+  std::vector<Opt> appliedOpts;
+  std::vector<int64_t> groupForReduce;
+  int upcasted = 0;
+  int localDims = 0;
+
+  size_t shapeLen() const { return sts[0].shape().size(); }
+  const Shape &fullShape() const { return sts[fullBufIndex].shape(); }
+  const Shape &outputShape() const { return sts[0].shape(); }
+  /// The first axis where output and full shape differ among the non-upcast axes.
+  int firstReduce() const;
+  int globalDims() const { return firstReduce() - localDims; }
+
+  /// "E_" or "r_" + the full shape, as the reference names kernels.
+  std::string name() const;
+
+  // ---- the reference's simplifiers and OptOps ----
+  void reshapeAndPermute(const std::function<Shape(const Shape &)> &newShape,
+                         const std::vector<int64_t> *axis);
+  void shiftTo(int64_t axis, int64_t amount, bool top = false, int64_t insertBefore = -1);
+  void upcast();
+  bool simplifyOnes();
+  void simplifyMergeAdjacent();
+  /// Applies one optimization; throws UnsupportedError if it does not apply to this kernel.
+  void applyOpt(const Opt &opt);
+  /// The reference's hand-coded heuristics, adapted per target (see Heuristics.cpp).
+  void handCodedOptimizations();
+};
+
+/// The name of the kernel an AST becomes with no optimizations (what `--emit=schedule` shows).
+std::string kernelName(const LazyOp &ast);
+
+} // namespace lazyjit

@@ -1,0 +1,249 @@
+// Kernel shape bookkeeping and the OptOps (reference codegen/kernel.py): every ShapeTracker of the
+// kernel is reshaped and permuted together so that all buffers share one axis layout.
+#include "lazyjit/CodeGen/Kernel.h"
+#include "lazyjit/Support/Error.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace lazyjit {
+
+std::string Opt::str() const {
+  const char *names[] = {"UPCAST", "UNROLL", "LOCAL", "LASTLOCAL", "GROUP", "GROUPTOP", "NOLOCALS", "PADTO"};
+  return std::string(names[static_cast<int>(op)]) + "(" + std::to_string(axis) + "," + std::to_string(amt) + ")";
+}
+
+Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(std::move(o)) {
+  LAZYJIT_USER_CHECK(ast->op == Op::Store, Error, "kernels must have a STORE as the output, got {}",
+                     opName(ast->op));
+  auto ops = ast->lazyops();
+  for (const LazyOp *x : ops) {
+    if (isReduceOp(x->op)) {
+      LAZYJIT_USER_CHECK(!reduceop || *reduceop == *x, Error, "max one reduce op in an AST");
+      if (!reduceop) reduceop = x;
+    }
+    if (!isBufferOp(x->op)) continue;
+    bool dup = std::any_of(bufs.begin(), bufs.end(), [&](const LazyOp *b) {
+      return b->op == x->op && argEqual(b->arg, x->arg);
+    });
+    if (!dup) bufs.push_back(x);
+  }
+  LAZYJIT_INTERNAL_CHECK(!bufs.empty() && bufs[0]->op == Op::Store && bufs[0]->memBuffer().idx == 0,
+                         "buffer 0 is not the store buffer");
+  if (reduceop) {
+    for (const LazyOp *x : reduceop->lazyops()) {
+      if (!isBufferOp(x->op)) continue;
+      for (size_t i = 0; i < bufs.size(); ++i)
+        if (bufs[i]->op == x->op && argEqual(bufs[i]->arg, x->arg)) {
+          fullBufIndex = i;
+          break;
+        }
+      break;
+    }
+  }
+  for (const LazyOp *b : bufs) sts.push_back(b->bufferSt());
+  for (size_t i = 1; i < sts.size(); ++i)
+    LAZYJIT_USER_CHECK(sts[i].shape().size() == sts[0].shape().size(), Error,
+                       "kernel: buffer {} has rank {} but the output has rank {}", i,
+                       sts[i].shape().size(), sts[0].shape().size());
+
+  // move all reduce axes to the end
+  std::vector<int64_t> keep, red;
+  for (size_t i = 0; i < shapeLen(); ++i)
+    (pyEq(fullShape()[i], outputShape()[i]) ? keep : red).push_back(static_cast<int64_t>(i));
+  keep.insert(keep.end(), red.begin(), red.end());
+  reshapeAndPermute(nullptr, &keep);
+
+  simplifyOnes();
+  simplifyMergeAdjacent();
+}
+
+int Kernel::firstReduce() const {
+  size_t n = shapeLen() - upcasted;
+  for (size_t i = 0; i < n; ++i)
+    if (pyNe(outputShape()[i], fullShape()[i])) return static_cast<int>(i);
+  return static_cast<int>(n);
+}
+
+std::string Kernel::name() const {
+  std::string n = reduceop ? "r_" : "E_";
+  const Shape &fs = fullShape();
+  for (size_t i = 0; i < fs.size(); ++i) {
+    if (i) n += "_";
+    if (fs[i].isInt()) {
+      n += std::to_string(fs[i].asInt());
+    } else {
+      // to_function_name of the DEBUG key: non-identifier characters become their hex code
+      for (char c : "<" + fs[i].node()->key() + ">") {
+        if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') n += c;
+        else n += fmt::format("{:02X}", static_cast<unsigned char>(c));
+      }
+    }
+  }
+  return n;
+}
+
+void Kernel::reshapeAndPermute(const std::function<Shape(const Shape &)> &newShape,
+                               const std::vector<int64_t> *axis) {
+  for (auto &st : sts) {
+    if (newShape) st = st.reshape(newShape(st.shape()));
+    if (axis) st = st.permute(*axis);
+  }
+}
+
+void Kernel::shiftTo(int64_t axis, int64_t amount, bool top, int64_t insertBefore) {
+  if (insertBefore < 0) insertBefore = static_cast<int64_t>(shapeLen());
+  int64_t moveAxis = top ? axis : axis + 1;
+  if (moveAxis < insertBefore) insertBefore += 1;
+  auto fn = [&](const Shape &x) {
+    Shape out(x.begin(), x.begin() + axis);
+    if (truthy(gt(x[axis], 1))) {
+      if (top) {
+        out.push_back(amount);
+        out.push_back(floordiv(x[axis], amount));
+      } else {
+        out.push_back(floordiv(x[axis], amount));
+        out.push_back(amount);
+      }
+    } else {
+      out.push_back(1);
+      out.push_back(1);
+    }
+    out.insert(out.end(), x.begin() + axis + 1, x.end());
+    return out;
+  };
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < insertBefore; ++i)
+    if (i != moveAxis) perm.push_back(i);
+  perm.push_back(moveAxis);
+  for (int64_t i = insertBefore; i < static_cast<int64_t>(shapeLen()) + 1; ++i)
+    if (i != moveAxis) perm.push_back(i);
+  reshapeAndPermute(fn, &perm);
+}
+
+void Kernel::upcast() {
+  LAZYJIT_INTERNAL_CHECK(pyNe(fullShape().back(), 1), "can't upcast a dimension with size 1");
+  ++upcasted;
+}
+
+bool Kernel::simplifyOnes() {
+  if (shapeLen() == 0) return false;
+  std::vector<bool> allOnes;
+  for (const auto &s : fullShape()) allOnes.push_back(pyEq(s, 1));
+  int fr = firstReduce();
+  for (int i = fr - localDims; i < fr; ++i)
+    if (allOnes[i]) --localDims;
+  for (size_t i = shapeLen() - upcasted; i < shapeLen(); ++i)
+    if (allOnes[i]) --upcasted;
+  reshapeAndPermute(
+      [&](const Shape &shape) {
+        Shape out;
+        for (size_t i = 0; i < shape.size(); ++i)
+          if (!allOnes[i]) out.push_back(shape[i]);
+        return out;
+      },
+      nullptr);
+  return std::any_of(allOnes.begin(), allOnes.end(), [](bool b) { return b; });
+}
+
+void Kernel::simplifyMergeAdjacent() {
+  if (shapeLen() == 0) return;
+  std::vector<Shape> shapes;
+  std::vector<std::vector<std::optional<SInt>>> strides;
+  for (const auto &st : sts) {
+    shapes.push_back(st.shape());
+    strides.push_back(st.realStrides());
+  }
+  int fr = firstReduce();
+  std::vector<std::vector<std::pair<SInt, std::optional<SInt>>>> rets(shapes.size());
+  for (size_t j = 0; j < shapes.size(); ++j) rets[j].emplace_back(shapes[j][0], strides[j][0]);
+  for (size_t i = 1; i < shapes[0].size(); ++i) {
+    bool mergeable = static_cast<int>(i) != fr;
+    for (size_t j = 0; j < shapes.size() && mergeable; ++j) {
+      const auto &st = strides[j][i];
+      const auto &prev = rets[j].back().second;
+      bool ok = st.has_value() && prev.has_value() &&
+                ((pyNe(*st, 0) && pyEq(*prev, shapes[j][i] * *st)) || (pyEq(*st, 0) && pyEq(*prev, 0)));
+      mergeable = ok;
+    }
+    for (size_t j = 0; j < shapes.size(); ++j) {
+      if (mergeable) rets[j].back() = {rets[j].back().first * shapes[j][i], strides[j][i]};
+      else rets[j].emplace_back(shapes[j][i], strides[j][i]);
+    }
+  }
+  for (size_t j = 0; j < sts.size(); ++j) {
+    Shape ns;
+    for (const auto &p : rets[j]) ns.push_back(p.first);
+    sts[j] = sts[j].reshape(ns);
+  }
+}
+
+void Kernel::applyOpt(const Opt &opt) {
+  int fr = firstReduce();
+  int64_t axis = opt.axis + (opt.op == OptOp::Unroll ? fr
+                             : (opt.op == OptOp::Group || opt.op == OptOp::GroupTop)
+                                 ? fr + static_cast<int64_t>(groupForReduce.size())
+                                 : 0);
+  LAZYJIT_USER_CHECK(axis >= 0 && axis < static_cast<int64_t>(shapeLen()), UnsupportedError,
+                     "opt {}: axis {} is out of range for {}", opt.str(), axis, name());
+  const SInt &dim = fullShape()[axis];
+  LAZYJIT_USER_CHECK(dim.isInt(), UnsupportedError, "opt {}: axis {} is symbolic", opt.str(), axis);
+  int64_t amt = opt.amt != 0 ? opt.amt : dim.asInt();
+  LAZYJIT_USER_CHECK(amt > 1, UnsupportedError, "opt {}: an amount of {} is meaningless", opt.str(), amt);
+  LAZYJIT_USER_CHECK(dim.asInt() % amt == 0, UnsupportedError, "opt {}: {} does not divide axis {} of size {}",
+                     opt.str(), amt, axis, dim.asInt());
+  switch (opt.op) {
+  case OptOp::Local:
+    LAZYJIT_USER_CHECK(opts.hasLocal, UnsupportedError, "opt {}: target does not support local", opt.str());
+    LAZYJIT_USER_CHECK(axis < fr, UnsupportedError, "opt {}: can't local a reduce", opt.str());
+    shiftTo(axis, amt, false, fr);
+    ++localDims;
+    break;
+  case OptOp::LastLocal:
+    LAZYJIT_USER_CHECK(opts.hasLocal, UnsupportedError, "opt {}: target does not support local", opt.str());
+    LAZYJIT_USER_CHECK(axis < fr, UnsupportedError, "opt {}: can't local a reduce", opt.str());
+    shiftTo(axis, amt, false, fr - localDims);
+    ++localDims;
+    break;
+  case OptOp::Group:
+  case OptOp::GroupTop:
+    LAZYJIT_USER_CHECK(opts.hasLocal && opts.hasShared, UnsupportedError,
+                       "opt {}: target does not support local or shared memory", opt.str());
+    LAZYJIT_USER_CHECK(axis >= fr + static_cast<int64_t>(groupForReduce.size()) &&
+                           axis < static_cast<int64_t>(shapeLen()) - upcasted,
+                       UnsupportedError, "opt {}: must be a reduce axis to group", opt.str());
+    shiftTo(axis, amt, opt.op == OptOp::GroupTop, fr + static_cast<int64_t>(groupForReduce.size()));
+    groupForReduce.push_back(amt);
+    break;
+  case OptOp::Unroll:
+    LAZYJIT_USER_CHECK(axis < static_cast<int64_t>(shapeLen()) - upcasted, UnsupportedError,
+                       "opt {}: can't unroll an already upcasted axis", opt.str());
+    LAZYJIT_USER_CHECK(amt <= 32, UnsupportedError, "opt {}: don't unroll more than 32", opt.str());
+    shiftTo(axis, amt);
+    upcast();
+    break;
+  case OptOp::Upcast:
+    LAZYJIT_USER_CHECK(axis < fr, UnsupportedError, "opt {}: upcast is for non-reduce axes", opt.str());
+    LAZYJIT_USER_CHECK(amt <= 8, UnsupportedError, "opt {}: don't upcast more than 8", opt.str());
+    shiftTo(axis, amt);
+    upcast();
+    break;
+  case OptOp::NoLocals:
+  case OptOp::PadTo:
+    LAZYJIT_USER_CHECK(false, UnsupportedError, "opt {} is not supported", opt.str());
+  }
+  appliedOpts.push_back(opt);
+  simplifyOnes();
+}
+
+void Kernel::handCodedOptimizations() {
+  // Filled in by the performance work (Heuristics); no options beyond correctness yet.
+}
+
+std::string kernelName(const LazyOp &ast) {
+  // a LazyOpRef that does not own the node: the Kernel only reads it during this call
+  LazyOpRef ref(std::shared_ptr<const LazyOp>(), &ast);
+  return Kernel(ref).name();
+}
+
+} // namespace lazyjit
