@@ -128,8 +128,30 @@ ShapeTracker ShapeTracker::reshape(const Shape &newShape) const {
   return out;
 }
 
+// True when an index variable has a top-level `idxK*k` term and also occurs inside another
+// (non-affine) term: real_strides reports the top-level stride and ignores the rest.
+static bool hasAmbiguousStrides(const ShapeTracker &two) {
+  NodeRef idx = two.exprIdxs().first;
+  std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
+  std::vector<std::string> topVars;
+  for (const auto &t : terms) {
+    const NodeRef &base = t->kind == NodeKind::Mul ? t->a : t;
+    if (base->isVar()) topVars.push_back(base->key());
+  }
+  for (const auto &t : terms) {
+    const NodeRef &base = t->kind == NodeKind::Mul ? t->a : t;
+    if (base->isVar()) continue;
+    for (const auto &v : t->vars())
+      if (std::find(topVars.begin(), topVars.end(), v->key()) != topVars.end()) return true;
+  }
+  return false;
+}
+
 static std::optional<View> mergeViews(const View &vm2, const View &vm1) {
   if (vm2.hasMask() || pyNe(vm1.offset, 0)) return std::nullopt;
+  // Deliberate fix of a reference bug: the reference merges through such strides and the merged
+  // view then reads other elements; lazyjit keeps the two views.
+  if (hasAmbiguousStrides(ShapeTracker{{vm2, vm1}})) return std::nullopt;
   auto rs = ShapeTracker{{vm2, vm1}}.realStrides();
   Shape strides;
   for (const auto &s : rs) {

@@ -308,6 +308,37 @@ View View::stride(const std::vector<int64_t> &mul) const {
   return create(ns, nst, offset + offs, m);
 }
 
+namespace {
+// (flat position, buffer index, valid count) of the first and last valid elements of a masked
+// view, or nullopt when they are not plain integers or the view has no valid element.
+struct ValidBox {
+  int64_t firstFlat, firstIdx, lastFlat, lastIdx, count;
+};
+std::optional<ValidBox> validBox(const View &v) {
+  if (!v.mask || !v.offset.isInt()) return std::nullopt;
+  int64_t firstFlat = 0, firstIdx = v.offset.asInt(), lastFlat = 0, lastIdx = v.offset.asInt(), count = 1;
+  int64_t rowStride = 1;
+  for (size_t k = v.shape.size(); k-- > 0;) {
+    const auto &[lo, hi] = (*v.mask)[k];
+    if (!lo.isInt() || !hi.isInt() || !v.shape[k].isInt() || !v.strides[k].isInt()) return std::nullopt;
+    if (lo.asInt() >= hi.asInt()) return std::nullopt;
+    firstFlat += lo.asInt() * rowStride;
+    lastFlat += (hi.asInt() - 1) * rowStride;
+    firstIdx += lo.asInt() * v.strides[k].asInt();
+    lastIdx += (hi.asInt() - 1) * v.strides[k].asInt();
+    count *= hi.asInt() - lo.asInt();
+    rowStride *= v.shape[k].asInt();
+  }
+  return ValidBox{firstFlat, firstIdx, lastFlat, lastIdx, count};
+}
+bool sameValidBox(const View &a, const View &b) {
+  auto x = validBox(a), y = validBox(b);
+  if (!x || !y) return x.has_value() == y.has_value();
+  return x->firstFlat == y->firstFlat && x->firstIdx == y->firstIdx && x->lastFlat == y->lastFlat &&
+         x->lastIdx == y->lastIdx && x->count == y->count;
+}
+} // namespace
+
 std::optional<View> View::reshape(const Shape &newShape) const {
   if (shape == newShape) return *this;
   for (const auto &x : newShape)
@@ -371,7 +402,12 @@ std::optional<View> View::reshape(const Shape &newShape) const {
     for (size_t i = 0; i < rm.offsets->size() && i < outStrides.size(); ++i)
       totalOffset = totalOffset + (*rm.offsets)[i] * outStrides[i];
   std::reverse(outStrides.begin(), outStrides.end());
-  return create(newShape, outStrides, offset - totalOffset, rm.mask);
+  View out = create(newShape, outStrides, offset - totalOffset, rm.mask);
+  // Deliberate fix of a reference bug: _reshape_mask can shift the offset or the mask of a padded
+  // view. A reshape preserves the row-major order of the valid box, so its first and last valid
+  // elements must keep their flat positions and buffer indices; if not, use a second view.
+  if (hasMask() && !sameValidBox(*this, out)) return std::nullopt;
+  return out;
 }
 
 std::vector<NodeRef> View::vars() const {
