@@ -1,0 +1,46 @@
+// The textual kernel-AST format: a readable, line-oriented, indented rendering of a LazyOp tree
+// that parses back to an equal tree (docs/ir.md has the grammar). It is what `lazyjit-dump
+// --emit=ast` prints and `--input=ast` reads, and the form ASTs take in logs and lit tests.
+//
+//   BufferOps.STORE idx=0 dtype=float32
+//     view shape=(10,) strides=(1,) offset=0 mask=None contiguous=True
+//     BinaryOps.ADD
+//       BufferOps.LOAD idx=1 dtype=float32
+//         view shape=(10,) strides=(1,) offset=0 mask=None contiguous=True
+//       BufferOps.CONST val=2 dtype=float32
+//         view shape=(10,) strides=(0,) offset=0 mask=None contiguous=False
+#pragma once
+
+#include "lazyjit/Graph/LazyOp.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lazyjit {
+
+/// Prints an AST whose leaves are LazyOps (a scheduled kernel or loadop AST), one node per line,
+/// children indented by two spaces. A subtree that occurs more than once is printed once with a
+/// label (`$0 = BinaryOps.MUL`) and referenced afterwards (`$0`), so shared subtrees cannot blow
+/// up the output. Throws UnsupportedError for LazyBuffer sources and CUSTOM functions, which have
+/// no textual form, and for variable names that are not identifiers.
+std::string printAst(const LazyOp &ast);
+
+/// Parses one AST. `filename` only names the input in errors. Malformed input throws ParseError
+/// with the message `FILE:LINE:COL: error: <message>`.
+LazyOpRef parseAst(std::string_view text, const std::string &filename);
+
+/// Parses every AST of a file (each one starts at column 1; blank lines and `#` comments between
+/// and inside them are ignored). An input without any AST is an error.
+std::vector<LazyOpRef> parseAsts(std::string_view text, const std::string &filename);
+
+/// The textual form of one symbolic value: an integer, or the node's DEBUG key (`n[1-64]`,
+/// `((n[1-64]*4)+-5)`), which parseSInt turns back into an equal node.
+std::string printSInt(const SInt &x);
+/// Parses a value printed by printSInt (the whole text must be one value).
+SInt parseSInt(std::string_view text, const std::string &filename = "<sint>");
+
+/// Prints a double so that strtod gives the same value back: `%.17g`, `inf`, `-inf`, `nan`.
+std::string printDouble(double v);
+
+} // namespace lazyjit
