@@ -8,6 +8,7 @@
 //    its first operand), as the reference's LLVM renderer does; WHERE treats any nonzero (or NaN)
 //    condition as true;
 //  - transcendental ops on integer dtypes compute in double and truncate back to the dtype;
+//  - float -> int conversions saturate to the target's range and map NaN to 0;
 //  - SUM starts at 0, MAX at the lowest value of the dtype.
 #include "lazyjit/Runtime/Interpreter.h"
 #include "lazyjit/Runtime/HostAllocator.h"
@@ -99,8 +100,13 @@ Value convert(const Value &v, DType from, DType to, bool exact = true) {
   case Kind::Float: r.f = toDouble(v, fk); break;
   case Kind::Signed:
     if (fk == Kind::Float) {
+      // saturating, NaN -> 0 (LLVM's fptosi.sat)
+      double lo = -std::ldexp(1.0, to.itemsize() * 8 - 1), hi = std::ldexp(1.0, to.itemsize() * 8 - 1);
       double d = std::trunc(v.f);
-      r.i = std::isfinite(d) && std::fabs(d) < 9.2e18 ? static_cast<int64_t>(d) : 0;
+      if (std::isnan(d)) r.i = 0;
+      else if (d <= lo) r.i = to.itemsize() == 8 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(lo);
+      else if (d >= hi) r.i = to.itemsize() == 8 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi) - 1;
+      else r.i = static_cast<int64_t>(d);
     } else if (fk == Kind::Unsigned) {
       r.i = static_cast<int64_t>(v.u);
     } else if (fk == Kind::Bool) {
@@ -111,9 +117,11 @@ Value convert(const Value &v, DType from, DType to, bool exact = true) {
     break;
   case Kind::Unsigned:
     if (fk == Kind::Float) {
+      // saturating, NaN -> 0 (LLVM's fptoui.sat)
+      double hi = std::ldexp(1.0, to.itemsize() * 8);
       double d = std::trunc(v.f);
-      if (!std::isfinite(d) || std::fabs(d) >= 1.8e19) r.u = 0;
-      else if (d < 0) r.u = static_cast<uint64_t>(static_cast<int64_t>(d));
+      if (std::isnan(d) || d <= 0) r.u = 0;
+      else if (d >= hi) r.u = to.itemsize() == 8 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(hi) - 1;
       else r.u = static_cast<uint64_t>(d);
     } else if (fk == Kind::Signed) {
       r.u = static_cast<uint64_t>(v.i);

@@ -1,5 +1,6 @@
 // Registers the built-in device factories on first use of the registry.
 #include "lazyjit/Runtime/Device.h"
+#include "lazyjit/Runtime/CPUDevice.h"
 #include "lazyjit/Runtime/Interpreter.h"
 
 #include <mutex>
@@ -9,8 +10,7 @@ namespace {
 
 void registerBuiltinsOnce() {
   registerDeviceFactory("INTERP", makeInterpreterDevice);
-  // Until the LLVM CPU backend lands, CPU kernels run in the interpreter.
-  registerDeviceFactory("CPU", makeInterpreterDevice);
+  registerDeviceFactory("CPU", makeCPUDevice);
 }
 
 } // namespace

@@ -1,0 +1,73 @@
+// The code generator's entry points: a kernel AST in, LLVM IR / assembly / object code / PTX out.
+// This header has no LLVM types, so tools and the runtime can use it without LLVM headers.
+//
+// CPU kernels share one ABI so that one launcher serves all of them:
+//
+//   void <symbol>(void **bufs, const int64_t *vars, int64_t start, int64_t end)
+//     runs the outermost loop for [start, end); bufs[0] is the output, bufs[i] input LOAD idx i,
+//     vars are the symbolic variables in vars_from_ast order.
+//   int64_t <symbol>_range(const int64_t *vars)
+//     the extent of that outermost loop (the launcher splits it across threads).
+#pragma once
+
+#include "lazyjit/CodeGen/Kernel.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+/// Where code is generated for.
+struct TargetSpec {
+  enum class Kind { CPU, NVPTX } kind = Kind::CPU;
+  std::string triple;
+  std::string cpu;
+  std::string features;
+  int optLevel = 2;
+
+  /// The host CPU (LLVM's host triple, CPU name and features).
+  static TargetSpec host();
+  /// NVPTX for a compute capability such as "sm_90".
+  static TargetSpec nvptx(const std::string &sm);
+  /// Everything that changes the generated code, for cache keys.
+  std::string key() const;
+};
+
+struct CompileOptions {
+  bool noopt = false; ///< no kernel optimizations (the reference's NOOPT)
+};
+
+/// What a compiled kernel looks like from outside; recomputable from the AST at any time.
+struct KernelSignature {
+  std::string name;   ///< display name, e.g. "r_16_256_4"
+  std::string symbol; ///< unique symbol of the entry point
+  int numBuffers = 0; ///< output + inputs
+  std::vector<NodeRef> vars;
+  std::vector<Opt> opts;           ///< optimizations applied
+  std::string kernelSummary;       ///< `--emit=kernel` text: full shape, axis kinds, options
+  std::vector<int64_t> globalSize; ///< GPU grid (blocks), innermost first (x, y, z)
+  std::vector<int64_t> localSize;  ///< GPU block, innermost first
+  int64_t sharedBytes = 0;
+};
+
+/// Builds the Kernel for an AST with the target's optimizations (none with `noopt`).
+Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts);
+KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target,
+                               const CompileOptions &opts);
+
+enum class IRStage { LLVM, LLVMOpt, Asm };
+/// LLVM IR as generated, after LLVM's optimizer, or target assembly (PTX for NVPTX).
+std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target,
+                           const CompileOptions &opts, IRStage stage);
+/// Optimized object code for a CPU target.
+std::vector<uint8_t> compileToObject(const LazyOpRef &ast, const TargetSpec &target,
+                                     const CompileOptions &opts, KernelSignature *sig = nullptr);
+/// PTX text for an NVPTX target.
+std::string compileToPTX(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+                         KernelSignature *sig = nullptr);
+
+/// The LLVM version string that generated code depends on.
+std::string llvmVersionString();
+
+} // namespace lazyjit

@@ -1,0 +1,236 @@
+// The code generator's driver, one step per line: build the Kernel (with the target's
+// optimizations), lower it to LLVM IR, run LLVM's pass pipeline, and emit object code, assembly or
+// PTX. LLVM errors are turned into CompileError here; no exception crosses an LLVM frame.
+#include "lazyjit/CodeGen/Compiler.h"
+#include "LowerKernel.h"
+#include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/Logging.h"
+#include "lazyjit/Support/Math.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <chrono>
+#include <mutex>
+
+namespace lazyjit {
+
+namespace {
+
+void initializeLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const TargetSpec &t) {
+  initializeLLVM();
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, err);
+  LAZYJIT_USER_CHECK(target != nullptr, CompileError, "codegen: no LLVM target for {}: {}", t.triple, err);
+  llvm::TargetOptions opts;
+  opts.NoNaNsFPMath = false;
+  opts.NoInfsFPMath = false;
+  auto level = t.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
+               : t.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                                 : llvm::CodeGenOptLevel::Default;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      t.triple, t.cpu, t.features, opts, llvm::Reloc::PIC_, std::nullopt, level));
+  LAZYJIT_USER_CHECK(tm != nullptr, CompileError, "codegen: cannot create a target machine for {} {}",
+                     t.triple, t.cpu);
+  return tm;
+}
+
+// The new pass manager's default pipeline at the target's level, vectorizers on explicitly.
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, int level) {
+  if (level <= 0) return;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  llvm::PassBuilder pb(&tm, pto);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel ol = level == 1   ? llvm::OptimizationLevel::O1
+                               : level == 2 ? llvm::OptimizationLevel::O2
+                                            : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(ol);
+  mpm.run(m, mam);
+}
+
+std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptions &o) {
+  size_t h = ast.hash();
+  hashCombine(h, std::hash<std::string>{}(t.key()));
+  hashCombine(h, o.noopt);
+  return fmt::format("lj_{:016x}", static_cast<uint64_t>(h));
+}
+
+struct Lowered {
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::Module> module;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  Kernel kernel;
+};
+
+Lowered lowerToModule(const LazyOpRef &ast, const TargetSpec &t, const CompileOptions &o) {
+  Kernel k = buildKernel(ast, t, o);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto m = std::make_unique<llvm::Module>(k.name(), *ctx);
+  auto tm = makeTargetMachine(t);
+  m->setTargetTriple(t.triple);
+  m->setDataLayout(tm->createDataLayout());
+  lowerKernel(k, *m, symbolFor(*ast, t, o), t);
+  return {std::move(ctx), std::move(m), std::move(tm), std::move(k)};
+}
+
+std::string moduleText(const llvm::Module &m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return s;
+}
+
+std::vector<uint8_t> emitFile(llvm::Module &m, llvm::TargetMachine &tm, llvm::CodeGenFileType type) {
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  LAZYJIT_USER_CHECK(!tm.addPassesToEmitFile(pm, os, nullptr, type), CompileError,
+                     "codegen: the target cannot emit this file type");
+  pm.run(m);
+  return std::vector<uint8_t>(buf.begin(), buf.end());
+}
+
+} // namespace
+
+TargetSpec TargetSpec::host() {
+  initializeLLVM();
+  TargetSpec t;
+  t.kind = Kind::CPU;
+  t.triple = llvm::sys::getProcessTriple();
+  t.cpu = llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> fs;
+  for (const auto &f : feats) fs.push_back((f.second ? "+" : "-") + f.first().str());
+  std::sort(fs.begin(), fs.end());
+  for (const auto &f : fs) t.features += (t.features.empty() ? "" : ",") + f;
+  t.optLevel = config().llvmOptLevel;
+  return t;
+}
+
+TargetSpec TargetSpec::nvptx(const std::string &sm) {
+  TargetSpec t;
+  t.kind = Kind::NVPTX;
+  t.triple = "nvptx64-nvidia-cuda";
+  t.cpu = sm;
+  t.features = "+ptx80";
+  t.optLevel = config().llvmOptLevel;
+  return t;
+}
+
+std::string TargetSpec::key() const {
+  return triple + "|" + cpu + "|" + features + "|O" + std::to_string(optLevel) + "|" + llvmVersionString();
+}
+
+std::string llvmVersionString() { return LLVM_VERSION_STRING; }
+
+Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
+  KernelOptions ko;
+  if (target.kind == TargetSpec::Kind::NVPTX) {
+    ko.hasLocal = true;
+    ko.hasShared = true;
+    ko.globalMax = {2147483647, 65535, 65535};
+    ko.localMax = {1024, 1024, 64};
+  }
+  Kernel k(ast, ko);
+  if (!opts.noopt && !config().noopt) k.handCodedOptimizations();
+  return k;
+}
+
+KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
+  Kernel k = buildKernel(ast, target, opts);
+  KernelSignature sig;
+  sig.name = k.name();
+  sig.symbol = symbolFor(*ast, target, opts);
+  for (const LazyOp *x : k.bufs)
+    if (x->op != Op::Const) sig.numBuffers = std::max(sig.numBuffers, x->memBuffer().idx + 1);
+  sig.vars = varsFromAst(*ast);
+  sig.opts = k.appliedOpts;
+  std::string axes;
+  int fr = k.firstReduce(), n = static_cast<int>(k.shapeLen());
+  for (int a = 0; a < n; ++a) {
+    const char *kind = a < fr - k.localDims                                   ? "global"
+                       : a < fr                                               ? "local"
+                       : a < fr + static_cast<int>(k.groupForReduce.size())  ? "group"
+                       : a < n - k.upcasted                                   ? "reduce"
+                       : pyEq(k.fullShape()[a], k.outputShape()[a])           ? "upcast"
+                                                                              : "unroll";
+    axes += fmt::format("{}{}:{}", a ? " " : "", k.fullShape()[a].render(), kind);
+  }
+  std::string optStr;
+  for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
+  sig.kernelSummary = fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]", sig.name,
+                                  renderShape(k.fullShape()).substr(1, renderShape(k.fullShape()).size() - 2),
+                                  axes, optStr);
+  return sig;
+}
+
+std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+                           IRStage stage) {
+  Lowered l = lowerToModule(ast, target, opts);
+  if (stage == IRStage::LLVM) return moduleText(*l.module);
+  optimize(*l.module, *l.tm, target.optLevel);
+  if (stage == IRStage::LLVMOpt) return moduleText(*l.module);
+  auto bytes = emitFile(*l.module, *l.tm, llvm::CodeGenFileType::AssemblyFile);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::vector<uint8_t> compileToObject(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+                                     KernelSignature *sig) {
+  LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::CPU, CompileError,
+                     "codegen: object code is for CPU targets");
+  auto t0 = std::chrono::steady_clock::now();
+  Lowered l = lowerToModule(ast, target, opts);
+  LAZYJIT_LOG(CodeGen, 4, "LLVM IR of {}:\n{}", l.kernel.name(), moduleText(*l.module));
+  optimize(*l.module, *l.tm, target.optLevel);
+  auto obj = emitFile(*l.module, *l.tm, llvm::CodeGenFileType::ObjectFile);
+  if (sig) *sig = describeKernel(ast, target, opts);
+  LAZYJIT_LOG(CodeGen, 2, "compiled {} in {:.2f} ms", l.kernel.name(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return obj;
+}
+
+std::string compileToPTX(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+                         KernelSignature *sig) {
+  LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::NVPTX, CompileError, "codegen: PTX is for NVPTX targets");
+  Lowered l = lowerToModule(ast, target, opts);
+  optimize(*l.module, *l.tm, target.optLevel);
+  auto bytes = emitFile(*l.module, *l.tm, llvm::CodeGenFileType::AssemblyFile);
+  if (sig) *sig = describeKernel(ast, target, opts);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+} // namespace lazyjit

@@ -1,0 +1,59 @@
+// Typed values during lowering: the IR types of each dtype in registers and in memory, casts
+// between dtypes, and the ALU ops with the semantics of the reference interpreter
+// (lib/Runtime/Interpreter.cpp is the oracle these must match).
+#pragma once
+
+#include "lazyjit/Graph/DType.h"
+#include "lazyjit/Graph/Ops.h"
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace lazyjit {
+
+/// A value of a dtype. float16/bfloat16 values live in float registers (computed in float32);
+/// bool is i1.
+struct Val {
+  llvm::Value *v = nullptr;
+  DType dt;
+};
+
+/// Hooks a target provides for math it lowers differently (CPU: LLVM intrinsics; NVPTX: PTX
+/// approximations).
+class MathLowering {
+public:
+  virtual ~MathLowering() = default;
+  /// exp2, log2, sin, sqrt of a float or double register value.
+  virtual llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) = 0;
+};
+
+class ValueBuilder {
+public:
+  ValueBuilder(llvm::IRBuilder<> &b, MathLowering &math) : b(b), math(math) {}
+
+  llvm::Type *regType(DType dt) const;
+  llvm::Type *memType(DType dt) const;
+
+  /// Loads element `idx` of `ptr` (a buffer of `dt`) into a register value.
+  Val load(llvm::Value *ptr, llvm::Value *idx, DType dt, bool aligned = true);
+  void store(llvm::Value *ptr, llvm::Value *idx, Val v, DType bufDType);
+  Val constant(double v, DType dt);
+  /// Converts a value to another dtype. `exact` rounds to the target's values (CAST, STORE);
+  /// otherwise float16/bfloat16 targets keep float32 precision (operand promotion).
+  Val convert(Val x, DType to, bool exact);
+  Val bitcast(Val x, DType to);
+  /// Truthiness for WHERE and ->bool casts: nonzero, and NaN counts as true.
+  llvm::Value *truthy(Val x);
+  /// An ALU op on operands already converted to `dt` (CMPLT returns bool).
+  Val alu(Op op, const std::vector<Val> &s, DType dt);
+  /// The identity of a reduce: 0 for SUM, the lowest value of `dt` for MAX.
+  Val reduceInit(Op rop, DType dt);
+
+  llvm::IRBuilder<> &b;
+
+private:
+  MathLowering &math;
+  llvm::Value *roundToHalfPrecision(llvm::Value *f, DType dt);
+  llvm::Value *fastFlags(llvm::Value *v);
+};
+
+} // namespace lazyjit
