@@ -1,6 +1,7 @@
 // Kernel shape bookkeeping and the OptOps (reference codegen/kernel.py): every ShapeTracker of the
 // kernel is reshaped and permuted together so that all buffers share one axis layout.
 #include "lazyjit/CodeGen/Kernel.h"
+#include "Heuristics.h"
 #include "lazyjit/Support/Error.h"
 
 #include <algorithm>
@@ -237,7 +238,10 @@ void Kernel::applyOpt(const Opt &opt) {
 }
 
 void Kernel::handCodedOptimizations() {
-  // Filled in by the performance work (Heuristics); no options beyond correctness yet.
+  if (opts.hasLocal)
+    applyGPUHeuristics(*this);
+  else
+    applyCPUHeuristics(*this);
 }
 
 std::string kernelName(const LazyOp &ast) {

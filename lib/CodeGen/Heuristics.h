@@ -1,0 +1,14 @@
+// The hand-coded kernel optimizations per target (the reference's hand_coded_optimizations,
+// adapted): Kernel::handCodedOptimizations dispatches here.
+#pragma once
+
+#include "lazyjit/CodeGen/Kernel.h"
+
+namespace lazyjit {
+
+/// CPU: register tiling of matmul-like kernels, unit-stride innermost axes, reduce unrolling.
+void applyCPUHeuristics(Kernel &k);
+/// GPU: global/local sizes, grouped reductions through shared memory, upcasts.
+void applyGPUHeuristics(Kernel &k);
+
+} // namespace lazyjit

@@ -1,0 +1,247 @@
+// The CPU driver of kernel lowering: loops with explicit phis for the loop counters and
+// accumulators, index/validity expressions from the ShapeTrackers rendered as i64 arithmetic,
+// gated loads that never touch memory out of bounds, and stores cast to the buffer dtype.
+//
+// For a CPU target, a kernel `r_16_1024` over `out[i] = sum_j in[i*1024 + j]` becomes
+//
+//   define internal void @k.impl(ptr noalias %data0, ptr noalias %data1, i64 %start, i64 %end)
+//   loop.gidx0:                             ; for gidx0 in [start, end)
+//     %gidx0 = phi i64 [ %start, %entry ], [ %gidx0.next, %loop.ridx1.exit ]
+//   loop.ridx1:                             ; for ridx1 in [0, 1024)
+//     %ridx1 = phi i64 [ 0, %loop.gidx0 ], [ %ridx1.next, %loop.ridx1 ]
+//     %acc0 = phi float [ 0.0, %loop.gidx0 ], [ %5, %loop.ridx1 ]
+//     %4 = load float, ptr (gep %data1, gidx0*1024 + ridx1)
+//     %5 = fadd reassoc nsz arcp contract afn float %4, %acc0
+//   loop.ridx1.exit:
+//     store float %5, ptr (gep %data0, %gidx0)
+//
+// plus the uniform entry point `@k(ptr %bufs, ptr %vars, i64 %start, i64 %end)` that loads the
+// buffer pointers and variable values and calls the (inlined) implementation, and `@k_range`.
+#include "LowerCore.h"
+#include "LowerKernel.h"
+#include "lazyjit/Support/Error.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace lazyjit {
+
+using namespace llvm;
+
+namespace {
+
+class CPUMath : public MathLowering {
+public:
+  Value *unary(IRBuilder<> &b, Op op, Value *x) override {
+    Intrinsic::ID id = Intrinsic::not_intrinsic;
+    switch (op) {
+    case Op::Exp2: id = Intrinsic::exp2; break;
+    case Op::Log2: id = Intrinsic::log2; break;
+    case Op::Sin: id = Intrinsic::sin; break;
+    case Op::Sqrt: id = Intrinsic::sqrt; break;
+    default: LAZYJIT_INTERNAL_CHECK(false, "codegen: {} is not a math op", opName(op));
+    }
+    return b.CreateUnaryIntrinsic(id, x);
+  }
+};
+
+class CPULowerer : public KernelEmitter {
+public:
+  CPULowerer(const Kernel &k, Module &m) : KernelEmitter(k, m, math) {}
+  Function *lower(const std::string &symbol);
+
+private:
+  CPUMath math;
+  void emitBody(Value *start, Value *end);
+  void emitRangeFunction(const std::string &symbol);
+};
+
+void CPULowerer::emitBody(Value *start, Value *end) {
+  const Shape &full = k.fullShape();
+  const Shape &outShape = k.outputShape();
+  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), up = k.upcasted;
+  int firstUpcast = n - up;
+
+  // upcast axes: split into output-upcast and reduce-unroll axes
+  std::vector<int> outUp, redUp;
+  for (int a = firstUpcast; a < n; ++a) {
+    LAZYJIT_INTERNAL_CHECK(full[a].isInt(), "codegen: upcast axis {} is symbolic", a);
+    (pyEq(full[a], outShape[a]) ? outUp : redUp).push_back(a);
+  }
+  std::vector<int64_t> outSizes, redSizes;
+  for (int a : outUp) outSizes.push_back(full[a].asInt());
+  for (int a : redUp) redSizes.push_back(full[a].asInt());
+  auto outCombos = upcastCombos(outSizes), redCombos = upcastCombos(redSizes);
+
+  std::vector<NodeRef> idxs(n);
+  const LazyOp *store = k.bufs[0];
+  const LazyOp &top = *store->src[0].op;
+
+  auto setUpcast = [&](std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) {
+    for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
+    for (size_t i = 0; i < redUp.size(); ++i) ix[redUp[i]] = numNode(rc ? (*rc)[i] : 0);
+  };
+
+  // the innermost part: accumulate (if there is a reduce) and store every output-upcast element
+  std::function<void(int)> globals = [&](int axis) {
+    if (axis < fr) {
+      std::string name = "gidx" + std::to_string(axis);
+      idxs[axis] = variable(name, 0, full[axis] - 1);
+      Value *lo = axis == 0 ? start : i64(0);
+      Value *hi = axis == 0 ? end : renderSInt(full[axis]);
+      loop(name, lo, hi, axis == 0 || mayBeEmpty(full[axis]), {}, [&](Value *iv, const std::vector<Value *> &) {
+        varValues[name] = iv;
+        globals(axis + 1);
+        return std::vector<Value *>{};
+      });
+      return;
+    }
+    std::vector<Val> accs;
+    if (k.reduceop) {
+      DType rdt = dtypeOf(*k.reduceop);
+      Op rop = k.reduceop->op;
+      std::vector<Value *> init;
+      for (size_t o = 0; o < outCombos.size(); ++o) init.push_back(vb.reduceInit(rop, rdt).v);
+      std::function<std::vector<Value *>(int, const std::vector<Value *> &)> reduceLoops =
+          [&](int axis2, const std::vector<Value *> &cur) -> std::vector<Value *> {
+        if (axis2 < firstUpcast) {
+          std::string name = "ridx" + std::to_string(axis2);
+          idxs[axis2] = variable(name, 0, full[axis2] - 1);
+          return loop(name, i64(0), renderSInt(full[axis2]), mayBeEmpty(full[axis2]), cur,
+                      [&, axis2](Value *iv, const std::vector<Value *> &c) {
+                        varValues[name] = iv;
+                        return reduceLoops(axis2 + 1, c);
+                      });
+        }
+        std::vector<Value *> next = cur;
+        const LazyOp &src = *k.reduceop->src[0].op;
+        Op alu = rop == Op::Sum ? Op::Add : Op::Max;
+        for (size_t o = 0; o < outCombos.size(); ++o)
+          for (const auto &rc : redCombos) {
+            std::vector<NodeRef> ix = idxs;
+            setUpcast(ix, outCombos[o], &rc);
+            Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
+            next[o] = vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v;
+          }
+        return next;
+      };
+      std::vector<Value *> finals = reduceLoops(fr, init);
+      for (auto *v : finals) accs.push_back(Val{v, rdt});
+    }
+    // late buffers are read with the reduce indices zeroed
+    for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
+    for (size_t o = 0; o < outCombos.size(); ++o) {
+      std::vector<NodeRef> ix = idxs;
+      setUpcast(ix, outCombos[o], nullptr);
+      storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
+    }
+  };
+
+  if (fr == 0) {
+    // no global axis: the body runs once, for the range [0, 1)
+    BasicBlock *body = BasicBlock::Create(ctx, "once", fn), *done = BasicBlock::Create(ctx, "once.exit", fn);
+    b.CreateCondBr(b.CreateICmpSLT(start, end), body, done);
+    b.SetInsertPoint(body);
+    globals(0);
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  } else {
+    globals(0);
+  }
+}
+
+void CPULowerer::emitRangeFunction(const std::string &symbol) {
+  Type *ptrTy = PointerType::getUnqual(ctx);
+  Function *rf = Function::Create(FunctionType::get(b.getInt64Ty(), {ptrTy}, false),
+                                  GlobalValue::ExternalLinkage, symbol + "_range", &m);
+  BasicBlock *bb = BasicBlock::Create(ctx, "entry", rf);
+  IRBuilder<> rb(bb);
+  std::map<std::string, Value *> saved = varValues;
+  auto vars = varsFromAst(*k.ast);
+  for (size_t i = 0; i < vars.size(); ++i)
+    varValues[*vars[i]->expr] =
+        rb.CreateAlignedLoad(rb.getInt64Ty(), rb.CreateConstInBoundsGEP1_64(rb.getInt64Ty(), rf->getArg(0), i), Align(8));
+  Value *extent;
+  if (k.firstReduce() == 0) {
+    extent = rb.getInt64(1);
+  } else {
+    IRBuilderBase::InsertPointGuard guard(b);
+    b.SetInsertPoint(bb);
+    extent = renderSInt(k.fullShape()[0]);
+  }
+  rb.SetInsertPoint(bb);
+  rb.CreateRet(extent);
+  varValues = std::move(saved);
+}
+
+Function *CPULowerer::lower(const std::string &symbol) {
+  b.setFastMathFlags(referenceFastMath());
+  Type *ptrTy = PointerType::getUnqual(ctx);
+  auto vars = varsFromAst(*k.ast);
+  int numBufs = 0;
+  for (const LazyOp *x : k.bufs)
+    if (x->op != Op::Const) numBufs = std::max(numBufs, x->memBuffer().idx + 1);
+
+  // the implementation: one noalias pointer per buffer, the variables, the outer range
+  std::vector<Type *> params(numBufs, ptrTy);
+  params.insert(params.end(), vars.size(), b.getInt64Ty());
+  params.push_back(b.getInt64Ty());
+  params.push_back(b.getInt64Ty());
+  fn = Function::Create(FunctionType::get(b.getVoidTy(), params, false), GlobalValue::InternalLinkage,
+                        symbol + ".impl", &m);
+  fn->addFnAttr(Attribute::AlwaysInline);
+  fn->addFnAttr(Attribute::NoUnwind);
+  fn->addFnAttr("no-nans-fp-math", "false");
+  for (int i = 0; i < numBufs; ++i) {
+    fn->addParamAttr(i, Attribute::NoAlias);
+    fn->getArg(i)->setName("data" + std::to_string(i));
+    bufPtrs.push_back(fn->getArg(i));
+  }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    Argument *a = fn->getArg(numBufs + i);
+    a->setName(*vars[i]->expr);
+    varValues[*vars[i]->expr] = a;
+  }
+  Argument *start = fn->getArg(numBufs + vars.size()), *end = fn->getArg(numBufs + vars.size() + 1);
+  start->setName("start");
+  end->setName("end");
+
+  BasicBlock *entry = BasicBlock::Create(ctx, "entry", fn);
+  b.SetInsertPoint(entry);
+  emitBody(start, end);
+  b.CreateRetVoid();
+
+  // the uniform entry point
+  Function *entryFn = Function::Create(
+      FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, b.getInt64Ty(), b.getInt64Ty()}, false),
+      GlobalValue::ExternalLinkage, symbol, &m);
+  entryFn->addFnAttr(Attribute::NoUnwind);
+  entryFn->getArg(0)->setName("bufs");
+  entryFn->getArg(1)->setName("vars");
+  IRBuilder<> eb(BasicBlock::Create(ctx, "entry", entryFn));
+  std::vector<Value *> args;
+  for (int i = 0; i < numBufs; ++i)
+    args.push_back(eb.CreateAlignedLoad(ptrTy, eb.CreateConstInBoundsGEP1_64(ptrTy, entryFn->getArg(0), i), Align(8),
+                                        "data" + std::to_string(i)));
+  for (size_t i = 0; i < vars.size(); ++i)
+    args.push_back(eb.CreateAlignedLoad(eb.getInt64Ty(),
+                                        eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), entryFn->getArg(1), i),
+                                        Align(8), *vars[i]->expr));
+  args.push_back(entryFn->getArg(2));
+  args.push_back(entryFn->getArg(3));
+  eb.CreateCall(fn, args);
+  eb.CreateRetVoid();
+
+  emitRangeFunction(symbol);
+
+  verify();
+  return entryFn;
+}
+
+} // namespace
+
+Function *lowerKernelCPU(const Kernel &k, Module &m, const std::string &symbol) {
+  CPULowerer l(k, m);
+  return l.lower(symbol);
+}
+
+} // namespace lazyjit

@@ -1,0 +1,69 @@
+// The target-independent part of kernel lowering: per-node dtypes, symbolic index rendering,
+// gated loads of LOAD/CONST leaves, evaluation of an AST at per-axis index nodes, and loops with
+// explicit phis. The CPU (LowerCPU.cpp) and NVPTX (LowerNVPTX.cpp) drivers build on it.
+#pragma once
+
+#include "LowerValues.h"
+#include "lazyjit/CodeGen/Compiler.h"
+#include "lazyjit/CodeGen/Kernel.h"
+
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+namespace lazyjit {
+
+/// Fast-math flags as the reference uses them: no nnan/ninf, so NaN and inf stay exact.
+llvm::FastMathFlags referenceFastMath();
+
+/// Every combination of values of the given axis sizes, the first axis varying slowest.
+std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes);
+
+class KernelEmitter {
+public:
+  KernelEmitter(const Kernel &k, llvm::Module &m, MathLowering &math)
+      : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math) {}
+  virtual ~KernelEmitter() = default;
+
+protected:
+  using Value = llvm::Value;
+  const Kernel &k;
+  llvm::Module &m;
+  llvm::LLVMContext &ctx;
+  llvm::IRBuilder<> b;
+  ValueBuilder vb;
+
+  llvm::Function *fn = nullptr;
+  std::vector<Value *> bufPtrs;               ///< data0..dataN
+  std::map<std::string, Value *> varValues;   ///< index and kernel variables by name
+  std::unordered_map<const LazyOp *, size_t> bufIndexOf;
+  std::unordered_map<const LazyOp *, DType> dtypeMemo;
+  std::map<std::string, Val> loadCache;
+
+  size_t bufIndex(const LazyOp *op);
+  DType dtypeOf(const LazyOp &op);
+  Value *i64(int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); }
+  Value *asI64(Value *v);
+  Value *asI1(Value *v);
+  /// Renders a symbolic node: i64 arithmetic, i1 for comparisons and ands.
+  Value *render(const Node &n);
+  Value *renderSInt(const SInt &s);
+  /// Loads buffer `op` (LOAD or CONST) at per-axis indices, gated by its validity.
+  Val loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
+  /// Evaluates an AST node at per-axis indices; the reduce node evaluates to `acc`.
+  Val eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
+  /// Emits `for iv in [lo, hi)` carrying `carried`; `body` returns their next values. Loads cached
+  /// inside the body do not leak out of it.
+  std::vector<Value *> loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,
+                            const std::vector<Value *> &carried,
+                            const std::function<std::vector<Value *>(Value *, const std::vector<Value *> &)> &body);
+  bool mayBeEmpty(const SInt &extent) const { return !extent.isInt(); }
+  /// Stores `v` to the output at per-axis indices, gated by the STORE's validity.
+  void storeOutput(const std::vector<NodeRef> &idxs, Val v);
+  /// Throws CompileError if the module does not verify.
+  void verify();
+};
+
+} // namespace lazyjit
