@@ -2,6 +2,7 @@
 // optimizations), lower it to LLVM IR, run LLVM's pass pipeline, and emit object code, assembly or
 // PTX. LLVM errors are turned into CompileError here; no exception crosses an LLVM frame.
 #include "lazyjit/CodeGen/Compiler.h"
+#include "CodeGenFingerprint.h"
 #include "LowerKernel.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
@@ -10,6 +11,7 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/PassManager.h>
@@ -58,6 +60,34 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const TargetSpec &t) {
   return tm;
 }
 
+// glibc's vector math (libmvec) for the C library calls CPU kernels make (LowerCPU.cpp), at the
+// widest vector width the CPU has. The JIT resolves these symbols from libmvec.so.1.
+void addVectorMath(llvm::TargetLibraryInfoImpl &tlii, llvm::TargetMachine &tm) {
+  if (!tm.getTargetTriple().isX86() || !tm.getTargetTriple().isOSLinux()) return;
+  llvm::StringRef features = tm.getTargetFeatureString();
+  bool avx2 = features.contains("+avx2"), avx512 = features.contains("+avx512f");
+  if (!avx2) return;
+  struct Fn {
+    const char *scalar, *ymm, *zmm;
+    unsigned ymmLanes, zmmLanes;
+  };
+  static const Fn fns[] = {
+      {"exp2f", "_ZGVdN8v_exp2f", "_ZGVeN16v_exp2f", 8, 16}, {"log2f", "_ZGVdN8v_log2f", "_ZGVeN16v_log2f", 8, 16},
+      {"sinf", "_ZGVdN8v_sinf", "_ZGVeN16v_sinf", 8, 16},    {"exp2", "_ZGVdN4v_exp2", "_ZGVeN8v_exp2", 4, 8},
+      {"log2", "_ZGVdN4v_log2", "_ZGVeN8v_log2", 4, 8},      {"sin", "_ZGVdN4v_sin", "_ZGVeN8v_sin", 4, 8},
+  };
+  static const std::vector<std::string> prefixes = {"_ZGV_LLVM_N4v", "_ZGV_LLVM_N8v", "_ZGV_LLVM_N16v"};
+  std::vector<llvm::VecDesc> descs;
+  auto prefix = [](unsigned lanes) -> llvm::StringRef {
+    return lanes == 4 ? prefixes[0] : lanes == 8 ? prefixes[1] : prefixes[2];
+  };
+  for (const Fn &f : fns) {
+    descs.emplace_back(f.scalar, f.ymm, llvm::ElementCount::getFixed(f.ymmLanes), false, prefix(f.ymmLanes));
+    if (avx512) descs.emplace_back(f.scalar, f.zmm, llvm::ElementCount::getFixed(f.zmmLanes), false, prefix(f.zmmLanes));
+  }
+  tlii.addVectorizableFunctions(descs);
+}
+
 // The new pass manager's default pipeline at the target's level, vectorizers on explicitly.
 void optimize(llvm::Module &m, llvm::TargetMachine &tm, int level) {
   if (level <= 0) return;
@@ -70,6 +100,9 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, int level) {
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
+  llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
+  addVectorMath(tlii, tm);
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -152,7 +185,8 @@ TargetSpec TargetSpec::nvptx(const std::string &sm) {
 }
 
 std::string TargetSpec::key() const {
-  return triple + "|" + cpu + "|" + features + "|O" + std::to_string(optLevel) + "|" + llvmVersionString();
+  return triple + "|" + cpu + "|" + features + "|O" + std::to_string(optLevel) + "|LLVM " + llvmVersionString() +
+         "|codegen " + LAZYJIT_CODEGEN_FINGERPRINT;
 }
 
 std::string llvmVersionString() { return LLVM_VERSION_STRING; }

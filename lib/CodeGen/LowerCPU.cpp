@@ -29,18 +29,31 @@ using namespace llvm;
 
 namespace {
 
+// CPU math: sqrt is an instruction; exp2/log2/sin are calls to the C library by name, marked as
+// not touching memory, so that the loop vectorizer can replace them with glibc's vector variants
+// (libmvec, mapped in Compiler.cpp) and the scalar remainder calls libm.
 class CPUMath : public MathLowering {
 public:
   Value *unary(IRBuilder<> &b, Op op, Value *x) override {
-    Intrinsic::ID id = Intrinsic::not_intrinsic;
+    if (op == Op::Sqrt) return b.CreateUnaryIntrinsic(Intrinsic::sqrt, x);
+    bool dbl = x->getType()->isDoubleTy();
+    const char *name = nullptr;
     switch (op) {
-    case Op::Exp2: id = Intrinsic::exp2; break;
-    case Op::Log2: id = Intrinsic::log2; break;
-    case Op::Sin: id = Intrinsic::sin; break;
-    case Op::Sqrt: id = Intrinsic::sqrt; break;
+    case Op::Exp2: name = dbl ? "exp2" : "exp2f"; break;
+    case Op::Log2: name = dbl ? "log2" : "log2f"; break;
+    case Op::Sin: name = dbl ? "sin" : "sinf"; break;
     default: LAZYJIT_INTERNAL_CHECK(false, "codegen: {} is not a math op", opName(op));
     }
-    return b.CreateUnaryIntrinsic(id, x);
+    Module *m = b.GetInsertBlock()->getModule();
+    FunctionCallee f = m->getOrInsertFunction(name, FunctionType::get(x->getType(), {x->getType()}, false));
+    if (auto *fn = dyn_cast<Function>(f.getCallee())) {
+      fn->setDoesNotAccessMemory();
+      fn->setDoesNotThrow();
+      fn->addFnAttr(Attribute::WillReturn);
+    }
+    CallInst *call = b.CreateCall(f, {x});
+    call->setDoesNotAccessMemory();
+    return call;
   }
 };
 

@@ -1,6 +1,6 @@
 // Lowering of dtypes, casts and ALU ops to LLVM IR, with the interpreter's semantics:
 // float16/bfloat16 computed in float32 and rounded on store/cast, saturating float->int casts,
-// C-style integer division with x/0 = 0, unordered float compares for CMPLT and MAX.
+// C-style integer division with x/0 = 0, an unordered compare for CMPLT, NaN-propagating MAX.
 #include "LowerValues.h"
 #include "lazyjit/Support/Error.h"
 
@@ -250,7 +250,8 @@ Val ValueBuilder::alu(Op op, const std::vector<Val> &s, DType dt) {
     return {b.CreateSelect(special, zero, b.CreateSRem(a, safe)), dt};
   }
   case Op::Max:
-    if (fl) return {b.CreateSelect(b.CreateFCmpUGT(a, c), a, c), dt};
+    // IEEE 754-2019 maximum: NaN if either operand is NaN, +0 over -0 (vectorizes as a reduction)
+    if (fl) return {b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c), dt};
     if (boolean) return {b.CreateOr(a, c), dt};
     return {b.CreateSelect(uns ? b.CreateICmpUGT(a, c) : b.CreateICmpSGT(a, c), a, c), dt};
   case Op::CmpLt:

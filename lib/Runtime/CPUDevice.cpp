@@ -70,6 +70,13 @@ private:
         jit->getDataLayout().getGlobalPrefix());
     if (!gen) throw DeviceError("runtime: cannot resolve process symbols: " + llvmErrorText(gen.takeError()));
     jit->getMainJITDylib().addGenerator(std::move(*gen));
+    // glibc's vector math, which vectorized kernels call (CodeGen maps exp2f & co. to it)
+    auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", jit->getDataLayout().getGlobalPrefix());
+    if (mvec)
+      jit->getMainJITDylib().addGenerator(std::move(*mvec));
+    else
+      LAZYJIT_LOG(Runtime, 1, "libmvec not found ({}); vectorized math calls cannot link",
+                  llvmErrorText(mvec.takeError()));
   }
 };
 

@@ -4,8 +4,9 @@
 //  - each node has the dtype get_lazyop_info gives it; integers wrap at their width; float16 and
 //    bfloat16 are computed in float32 and rounded when stored or cast;
 //  - integer DIV/MOD truncate toward zero (C semantics); x/0 and x%0 are 0 for integers;
-//  - CMPLT and MAX on floats use unordered compares (a NaN operand makes CMPLT true and MAX pick
-//    its first operand), as the reference's LLVM renderer does; WHERE treats any nonzero (or NaN)
+//  - CMPLT on floats is an unordered compare (a NaN operand makes it true), as the reference's
+//    LLVM renderer does; MAX is IEEE 754-2019 maximum (NaN if either operand is NaN, +0 over -0),
+//    where the reference picked its first operand on NaN; WHERE treats any nonzero (or NaN)
 //    condition as true;
 //  - transcendental ops on integer dtypes compute in double and truncate back to the dtype;
 //  - float -> int conversions saturate to the target's range and map NaN to 0;
@@ -492,7 +493,11 @@ private:
       else r.b = false;
       return r;
     case Op::Max:
-      if (k == Kind::Float) r.f = (a.f > b.f || std::isnan(a.f) || std::isnan(b.f)) ? a.f : b.f;
+      if (k == Kind::Float) {
+        if (std::isnan(a.f) || std::isnan(b.f)) r.f = std::nan("");
+        else if (a.f == b.f) r.f = std::signbit(a.f) ? b.f : a.f; // +0 over -0
+        else r.f = a.f > b.f ? a.f : b.f;
+      }
       else if (k == Kind::Signed) r.i = a.i > b.i ? a.i : b.i;
       else if (k == Kind::Unsigned) r.u = a.u > b.u ? a.u : b.u;
       else r.b = a.b || b.b;
