@@ -104,9 +104,24 @@ Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device)
   lb = lazydata->device == dev ? std::move(lazydata) : lazydata->copyToDevice(dev);
 }
 
+namespace {
+// The value an integer constant has in its dtype. The reference renders a constant as int(x) in
+// the dtype, so it wraps (Tensor(-1, dtype=uint8) is 255, 300 is 44); a float->int cast of a tensor
+// saturates instead, so the wrap is applied here, before any backend converts the constant.
+double wrapIntConst(double v, DType dt) {
+  if (!dt.isInt() || !std::isfinite(v) || std::fabs(v) >= 0x1p63) return v;
+  int64_t i = static_cast<int64_t>(std::trunc(v));
+  return dispatchDType(dt, [&]<typename T>() -> double {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<double>(static_cast<T>(i));
+    else return v;
+  });
+}
+} // namespace
+
 Tensor Tensor::scalar(double value, const TensorOptions &opts) {
   std::string dev = opts.device ? canonicalizeDevice(*opts.device) : defaultDevice();
-  return Tensor(LazyBuffer::loadop(Op::LoadConst, {}, opts.dtype.value_or(dtypes::float32), dev, value));
+  DType dt = opts.dtype.value_or(dtypes::float32);
+  return Tensor(LazyBuffer::loadop(Op::LoadConst, {}, dt, dev, wrapIntConst(value, dt)));
 }
 
 static void checkDefined(const LazyBufferRef &lb) {

@@ -59,8 +59,10 @@ std::pair<Tensor, Tensor> TensorInternals::broadcasted(const char *op, const Ten
   xs = x.shape();
   ys = y.shape();
   if (xs == ys) return {x, y};
+  // The reference takes max(x, y) per dim, which turns (0, 3) + (3,) into a failed expand to
+  // (1, 3); a size-1 dim takes the other size, so 0 broadcasts as in numpy.
   Shape ret;
-  for (size_t i = 0; i < xs.size(); ++i) ret.push_back(pyMax(xs[i], ys[i]));
+  for (size_t i = 0; i < xs.size(); ++i) ret.push_back(pyEq(xs[i], 1) ? ys[i] : xs[i]);
   if (xs != ret) x = x.expand(ret);
   if (ys != ret) y = y.expand(ret);
   return {x, y};
