@@ -55,11 +55,9 @@ Tensor TensorInternals::reduce(const Tensor &self, Op rop, const Tensor::Axes &a
     return std::any_of(s.begin(), s.end(), [](const SInt &x) { return pyEq(x, 0); });
   };
   if (hasZero(self.shape()) && !hasZero(shape)) {
-    Shape fs;
-    if (keepdim)
-      for (const auto &s : self.shape()) fs.push_back(pyEq(s, 0) ? SInt(1) : s);
-    else
-      fs = shape;
+    // The reference keeps every non-zero dim with keepdim (sum((4, 0), keepdim) is (4, 1)); every
+    // reduced dim becomes 1, as in numpy.
+    Shape fs = keepdim ? newShape : shape;
     double v = rop == Op::Sum ? 0.0 : -INFINITY;
     return Tensor::full(fs, v, {self.dtype(), self.device()});
   }
