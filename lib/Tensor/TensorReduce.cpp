@@ -230,15 +230,13 @@ Tensor Tensor::einsum(const std::string &formula, std::vector<Tensor> xsIn) {
     }
     xs_.push_back(xs[k].permute(perm).reshape(rs).expand(es));
   }
-  std::vector<std::pair<char, int64_t>> rhs;
-  for (size_t i = 0; i < output.size(); ++i) rhs.emplace_back(output[i], static_cast<int64_t>(i));
-  std::stable_sort(rhs.begin(), rhs.end());
+  // After the sum the kept axes are in sorted letter order; output dim i is the axis of output[i].
+  // The reference permutes by the argsort of the output, the inverse permutation, which differs
+  // for a 3-cycle: its 'abc->cab' comes out as 'bca'.
+  std::string rhsLetters = output;
+  std::sort(rhsLetters.begin(), rhsLetters.end());
   std::vector<int64_t> rhsOrder;
-  std::string rhsLetters;
-  for (auto &[l, i] : rhs) {
-    rhsOrder.push_back(i);
-    rhsLetters += l;
-  }
+  for (char l : output) rhsOrder.push_back(static_cast<int64_t>(rhsLetters.find(l)));
   std::vector<int64_t> sumAxes;
   int64_t ax = 0;
   for (auto &[l, v] : letterVal) {
