@@ -2,6 +2,7 @@
 // forward functions (reference tensor.py / mlops.py).
 #include "TensorInternals.h"
 #include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Schedule/Schedule.h"
 
@@ -105,6 +106,15 @@ Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device)
 }
 
 namespace {
+// The canonical name of the device an op creates a tensor on. An unknown or unavailable device is
+// reported at the call rather than when the tensor is first realized.
+std::string resolveDevice(const char *op, const std::optional<std::string> &device) {
+  std::string dev = device ? canonicalizeDevice(*device) : defaultDevice();
+  std::string why;
+  LAZYJIT_USER_CHECK(deviceAvailable(dev, &why), DeviceError, "{}: {}", op, why);
+  return dev;
+}
+
 // The value an integer constant has in its dtype. The reference renders a constant as int(x) in
 // the dtype, so it wraps (Tensor(-1, dtype=uint8) is 255, 300 is 44); a float->int cast of a tensor
 // saturates instead, so the wrap is applied here, before any backend converts the constant.
@@ -119,7 +129,7 @@ double wrapIntConst(double v, DType dt) {
 } // namespace
 
 Tensor Tensor::scalar(double value, const TensorOptions &opts) {
-  std::string dev = opts.device ? canonicalizeDevice(*opts.device) : defaultDevice();
+  std::string dev = resolveDevice("scalar", opts.device);
   DType dt = opts.dtype.value_or(dtypes::float32);
   return Tensor(LazyBuffer::loadop(Op::LoadConst, {}, dt, dev, wrapIntConst(value, dt)));
 }
@@ -190,6 +200,7 @@ std::vector<uint8_t> Tensor::toBytes() const {
 
 Tensor Tensor::to(const std::string &dev) const & {
   if (canonicalizeDevice(dev) == device()) return *this;
+  resolveDevice("to", dev);
   return Tensor(lb, dev);
 }
 
@@ -220,8 +231,7 @@ Tensor Tensor::fromBytes(const void *data, size_t bytes, const Shape &shape, DTy
   auto buf = std::make_shared<Buffer>("CPU", n, dtype);
   buf->copyIn(data, bytes);
   auto l = LazyBuffer::create("CPU", ShapeTracker::fromShape(shape), OpType::Load, nullptr, dtype, buf);
-  std::string dev = device ? canonicalizeDevice(*device) : defaultDevice();
-  return Tensor(l, dev);
+  return Tensor(l, resolveDevice("from data", device));
 }
 
 Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
@@ -242,7 +252,7 @@ Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
 }
 
 Tensor TensorInternals::loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg) {
-  std::string dev = opts.device ? canonicalizeDevice(*opts.device) : defaultDevice();
+  std::string dev = resolveDevice(op == Op::Empty ? "empty" : "rand", opts.device);
   return Tensor(LazyBuffer::loadop(op, {size}, opts.dtype.value_or(dtypes::float32), dev, std::move(arg)));
 }
 
@@ -259,6 +269,7 @@ Tensor Tensor::empty(const Shape &shape, const TensorOptions &opts) {
 }
 
 Tensor Tensor::full(const Shape &shape, double value, const TensorOptions &opts) {
+  resolveDevice("full", opts.device);
   for (const auto &s : shape)
     LAZYJIT_USER_CHECK(truthy(lazyjit::ge(s, 0)), ShapeError, "full: negative dimension in {}", fmtShape(shape));
   return scalar(value, opts).reshape(Shape(shape.size(), SInt(1))).expand(shape);

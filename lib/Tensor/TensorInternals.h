@@ -26,10 +26,14 @@ public:
   /// expands both to the broadcast shape. `op` names the operation in errors.
   static std::pair<Tensor, Tensor> broadcasted(const char *op, const Tensor &self, const Operand &y,
                                                bool reverse = false);
+  /// Throws ShapeError "<op>: cannot broadcast <x> with <y>" unless the shapes broadcast (a
+  /// scalar operand always does). Builds no graph node.
+  static void checkBroadcast(const char *op, const Tensor &x, const Operand &y);
   /// Tensor._to_float: an unrealized contiguous const tensor becomes its Python scalar.
   static Operand toFloat(const Tensor &self, Operand x);
   static Tensor reduce(const Tensor &self, Op rop, const Tensor::Axes &axis, bool keepdim);
-  static Tensor pool(const Tensor &self, const std::vector<int64_t> &k,
+  /// The reference's _pool; `op` names the calling op in errors.
+  static Tensor pool(const Tensor &self, const char *op, const std::vector<int64_t> &k,
                      const std::vector<int64_t> &stride, const std::vector<int64_t> &dilation);
   static Tensor cumsumImpl(const Tensor &self, int64_t axis, bool firstZero);
   static std::tuple<Tensor, Tensor, Tensor> softmaxParts(const Tensor &self, int64_t axis);

@@ -35,17 +35,8 @@ std::pair<Tensor, Tensor> TensorInternals::broadcasted(const char *op, const Ten
   }
   if (reverse) std::swap(x, y);
   if (x.shape() == y.shape()) return {x, y};
+  checkBroadcast(op, x, y); // before building any node
   Shape xs = x.shape(), ys = y.shape();
-  // check broadcastability before building any node
-  {
-    size_t n = std::max(xs.size(), ys.size());
-    for (size_t i = 0; i < n; ++i) {
-      SInt a = i < n - xs.size() ? SInt(1) : xs[i - (n - xs.size())];
-      SInt b = i < n - ys.size() ? SInt(1) : ys[i - (n - ys.size())];
-      LAZYJIT_USER_CHECK(pyEq(a, b) || pyEq(a, 1) || pyEq(b, 1), ShapeError,
-                         "{}: cannot broadcast {} with {}", op, describe(x), describe(y));
-    }
-  }
   int64_t delta = static_cast<int64_t>(xs.size()) - static_cast<int64_t>(ys.size());
   if (delta > 0) {
     Shape ns(delta, SInt(1));
@@ -66,6 +57,19 @@ std::pair<Tensor, Tensor> TensorInternals::broadcasted(const char *op, const Ten
   if (xs != ret) x = x.expand(ret);
   if (ys != ret) y = y.expand(ret);
   return {x, y};
+}
+
+void TensorInternals::checkBroadcast(const char *op, const Tensor &x, const Operand &yIn) {
+  if (!yIn.isTensor()) return;
+  Tensor y = yIn.tensor();
+  const Shape &xs = x.shape(), &ys = y.shape();
+  size_t n = std::max(xs.size(), ys.size());
+  for (size_t i = 0; i < n; ++i) {
+    SInt a = i < n - xs.size() ? SInt(1) : xs[i - (n - xs.size())];
+    SInt b = i < n - ys.size() ? SInt(1) : ys[i - (n - ys.size())];
+    LAZYJIT_USER_CHECK(pyEq(a, b) || pyEq(a, 1) || pyEq(b, 1), ShapeError,
+                       "{}: cannot broadcast {} with {}", op, describe(x), describe(y));
+  }
 }
 
 Operand TensorInternals::toFloat(const Tensor &self, Operand x) {
@@ -116,6 +120,7 @@ Tensor Tensor::div(Operand xIn, bool reverse) const & {
 }
 
 Tensor Tensor::pow(Operand xIn, bool reverse) const & {
+  TI::checkBroadcast("pow", *this, xIn);
   Operand x = TI::toFloat(*this, std::move(xIn));
   if (!x.isTensor() && !reverse) {
     // simple pow identities
@@ -163,6 +168,7 @@ Tensor Tensor::xorWith(Operand xIn, bool reverse) const & {
 }
 
 Tensor Tensor::maximum(Operand xIn) const & {
+  TI::checkBroadcast("maximum", *this, xIn);
   Operand x = std::move(xIn);
   // (self<x).detach().where(x, (self>x).detach().where(self, (self+x)/2)), left to right
   Tensor less = lt(x).detach();
@@ -171,6 +177,7 @@ Tensor Tensor::maximum(Operand xIn) const & {
 }
 
 Tensor Tensor::minimum(Operand xIn) const & {
+  TI::checkBroadcast("minimum", *this, xIn);
   Operand x = std::move(xIn);
   Tensor ns = neg();
   Operand nx = x.isTensor() ? Operand(x.tensor().neg()) : Operand(-x.value);
@@ -193,17 +200,28 @@ Tensor Tensor::lt(Operand xIn) const & {
   return mlBinary(Op::CmpLt, a, b);
 }
 Tensor Tensor::gt(Operand xIn) const & {
+  TI::checkBroadcast("gt", *this, xIn); // self first (the op itself computes x < self)
   Operand x = std::move(xIn);
   auto [a, b] = TI::broadcasted("gt", *this, x, true);
   return mlBinary(Op::CmpLt, a, b);
 }
-Tensor Tensor::ge(Operand x) const & { return lt(std::move(x)).sub(1.0, true); }
-Tensor Tensor::le(Operand x) const & { return gt(std::move(x)).sub(1.0, true); }
+Tensor Tensor::ge(Operand x) const & {
+  TI::checkBroadcast("ge", *this, x);
+  return lt(std::move(x)).sub(1.0, true);
+}
+Tensor Tensor::le(Operand x) const & {
+  TI::checkBroadcast("le", *this, x);
+  return gt(std::move(x)).sub(1.0, true);
+}
 Tensor Tensor::ne(Operand xIn) const & {
+  TI::checkBroadcast("ne", *this, xIn);
   Operand x = std::move(xIn);
   return lt(x).add(gt(x));
 }
-Tensor Tensor::eq(Operand x) const & { return ne(std::move(x)).sub(1.0, true); }
+Tensor Tensor::eq(Operand x) const & {
+  TI::checkBroadcast("eq", *this, x);
+  return ne(std::move(x)).sub(1.0, true);
+}
 
 // ---- unary --------------------------------------------------------------------------------------
 

@@ -28,9 +28,10 @@ std::vector<int64_t> normAxes(const char *op, const Tensor &t, const Tensor::Axe
   return out;
 }
 
-std::vector<int64_t> pairOf(const std::vector<int64_t> &v, size_t n, const char *what) {
+std::vector<int64_t> pairOf(const std::vector<int64_t> &v, size_t n, const char *op, const char *what) {
   if (v.size() == 1) return std::vector<int64_t>(n, v[0]);
-  LAZYJIT_USER_CHECK(v.size() == n, ShapeError, "{}: expected 1 or {} values, got {}", what, n, v.size());
+  LAZYJIT_USER_CHECK(v.size() == n, ShapeError, "{}: expected 1 or {} {} values, got {}", op, n, what,
+                     v.size());
   return v;
 }
 
@@ -69,10 +70,14 @@ Tensor Tensor::sum(const Axes &axis, bool keepdim) const & { return TI::reduce(*
 Tensor Tensor::max(const Axes &axis, bool keepdim) const & {
   return TI::reduce(*this, Op::ReduceMax, axis, keepdim);
 }
-Tensor Tensor::min(const Axes &axis, bool keepdim) const & { return neg().max(axis, keepdim).neg(); }
+Tensor Tensor::min(const Axes &axis, bool keepdim) const & {
+  normAxes("min", *this, axis);
+  return neg().max(axis, keepdim).neg();
+}
 
 Tensor Tensor::mean(const Axes &axis, bool keepdim) const & {
   requireFloat("mean", *this);
+  normAxes("mean", *this, axis);
   LAZYJIT_USER_CHECK(allInt(shape()), UnsupportedError, "mean: does not support symbolic shape {}",
                      describe(*this));
   Tensor out = sum(axis, keepdim);
@@ -83,6 +88,7 @@ Tensor Tensor::mean(const Axes &axis, bool keepdim) const & {
 
 Tensor Tensor::var(const Axes &axis, bool keepdim, int64_t correction) const & {
   requireFloat("var", *this);
+  normAxes("var", *this, axis);
   Tensor squareSum = sub(mean(axis, true)).square().sum(axis, keepdim);
   return squareSum.div(static_cast<double>(prodInt(shape())) / static_cast<double>(prodInt(squareSum.shape())) -
                        static_cast<double>(correction));
@@ -90,6 +96,7 @@ Tensor Tensor::var(const Axes &axis, bool keepdim, int64_t correction) const & {
 
 Tensor Tensor::std(const Axes &axis, bool keepdim, int64_t correction) const & {
   requireFloat("std", *this);
+  normAxes("std", *this, axis);
   Tensor squareSum = sub(mean(axis, true)).square().sum(axis, keepdim);
   return squareSum
       .div(static_cast<double>(prodInt(shape())) / static_cast<double>(prodInt(squareSum.shape())) -
@@ -106,12 +113,14 @@ std::tuple<Tensor, Tensor, Tensor> TensorInternals::softmaxParts(const Tensor &s
 
 Tensor Tensor::softmax(int64_t axis) const & {
   requireFloat("softmax", *this);
+  normAxis("softmax", *this, axis);
   auto [m, e, ss] = TI::softmaxParts(*this, axis);
   return e.div(ss);
 }
 
 Tensor Tensor::logSoftmax(int64_t axis) const & {
   requireFloat("log_softmax", *this);
+  normAxis("log_softmax", *this, axis);
   auto [m, e, ss] = TI::softmaxParts(*this, axis);
   return m.sub(ss.log());
 }
@@ -141,12 +150,13 @@ Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const & {
 }
 
 Tensor Tensor::argmin(std::optional<int64_t> axis, bool keepdim) const & {
+  if (axis) normAxis("argmin", *this, *axis);
   return neg().argmax(axis, keepdim);
 }
 
 Tensor TensorInternals::cumsumImpl(const Tensor &self, int64_t axis, bool firstZero) {
   int64_t n = self.shape()[axis].asInt();
-  return TI::pool(self.transpose(axis, -1).pad2d({n - (firstZero ? 0 : 1), 0}), {n}, {1}, {1})
+  return TI::pool(self.transpose(axis, -1).pad2d({n - (firstZero ? 0 : 1), 0}), "cumsum", {n}, {1}, {1})
       .sum(std::vector<int64_t>{-1})
       .transpose(axis, -1);
 }
@@ -250,14 +260,20 @@ Tensor Tensor::einsum(const std::string &formula, std::vector<Tensor> xsIn) {
 
 // ---- pooling and convolution --------------------------------------------------------------------
 
-Tensor TensorInternals::pool(const Tensor &self, const std::vector<int64_t> &k_,
+Tensor TensorInternals::pool(const Tensor &self, const char *op, const std::vector<int64_t> &k_,
                              const std::vector<int64_t> &strideIn,
                              const std::vector<int64_t> &dilationIn) {
   size_t nk = k_.size();
-  LAZYJIT_USER_CHECK(self.ndim() >= static_cast<int64_t>(nk), ShapeError, "pool: can't pool {} with {}",
+  LAZYJIT_USER_CHECK(self.ndim() >= static_cast<int64_t>(nk), ShapeError, "{}: can't pool {} with {}", op,
                      describe(self), fmtInts(k_));
-  LAZYJIT_USER_CHECK(allInt(self.shape()), UnsupportedError, "pool: symbolic shape {}", describe(self));
-  std::vector<int64_t> s_ = pairOf(strideIn, nk, "pool stride"), d_ = pairOf(dilationIn, nk, "pool dilation");
+  LAZYJIT_USER_CHECK(allInt(self.shape()), UnsupportedError, "{}: symbolic shape {}", op, describe(self));
+  std::vector<int64_t> s_ = pairOf(strideIn, nk, op, "stride"), d_ = pairOf(dilationIn, nk, op, "dilation");
+  auto positive = [](const std::vector<int64_t> &v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x > 0; });
+  };
+  LAZYJIT_USER_CHECK(positive(k_), ShapeError, "{}: kernel {} must be positive", op, fmtInts(k_));
+  LAZYJIT_USER_CHECK(positive(s_), ShapeError, "{}: stride {} must be positive", op, fmtInts(s_));
+  LAZYJIT_USER_CHECK(positive(d_), ShapeError, "{}: dilation {} must be positive", op, fmtInts(d_));
   std::vector<int64_t> shape = self.intShape();
   size_t np = shape.size() - nk;
   std::vector<std::optional<SIntPair>> slcPrefix;
@@ -268,9 +284,9 @@ Tensor TensorInternals::pool(const Tensor &self, const std::vector<int64_t> &k_,
   }
   std::vector<int64_t> i_(shape.begin() + np, shape.end());
   for (size_t j = 0; j < nk; ++j)
-    LAZYJIT_USER_CHECK(k_[j] > 0 && s_[j] > 0 && d_[j] > 0 && i_[j] >= d_[j] * (k_[j] - 1) + 1,
-                       ShapeError, "pool: kernel {} (dilation {}) does not fit {}", fmtInts(k_),
-                       fmtInts(d_), describe(self));
+    LAZYJIT_USER_CHECK(i_[j] >= d_[j] * (k_[j] - 1) + 1, ShapeError,
+                       "{}: kernel {} (dilation {}) does not fit {}", op, fmtInts(k_), fmtInts(d_),
+                       describe(self));
   auto cat = [](Shape a, const Shape &b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
@@ -369,19 +385,19 @@ Tensor TensorInternals::pool(const Tensor &self, const std::vector<int64_t> &k_,
 Tensor Tensor::avgPool2d(const std::vector<int64_t> &kernel,
                          const std::optional<std::vector<int64_t>> &stride,
                          const std::vector<int64_t> &dilation) const & {
-  std::vector<int64_t> k = pairOf(kernel, kernel.size() == 1 ? 2 : kernel.size(), "avg_pool2d kernel");
+  std::vector<int64_t> k = pairOf(kernel, kernel.size() == 1 ? 2 : kernel.size(), "avg_pool2d", "kernel");
   std::vector<int64_t> axes;
   for (int64_t i = -static_cast<int64_t>(k.size()); i < 0; ++i) axes.push_back(i);
-  return TI::pool(*this, k, stride ? *stride : k, dilation).mean(axes);
+  return TI::pool(*this, "avg_pool2d", k, stride ? *stride : k, dilation).mean(axes);
 }
 
 Tensor Tensor::maxPool2d(const std::vector<int64_t> &kernel,
                          const std::optional<std::vector<int64_t>> &stride,
                          const std::vector<int64_t> &dilation) const & {
-  std::vector<int64_t> k = pairOf(kernel, kernel.size() == 1 ? 2 : kernel.size(), "max_pool2d kernel");
+  std::vector<int64_t> k = pairOf(kernel, kernel.size() == 1 ? 2 : kernel.size(), "max_pool2d", "kernel");
   std::vector<int64_t> axes;
   for (int64_t i = -static_cast<int64_t>(k.size()); i < 0; ++i) axes.push_back(i);
-  return TI::pool(*this, k, stride ? *stride : k, dilation).max(axes);
+  return TI::pool(*this, "max_pool2d", k, stride ? *stride : k, dilation).max(axes);
 }
 
 Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t groups,
@@ -417,7 +433,7 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
     std::reverse(padding_.begin(), padding_.end());
   }
   // conv2d is a pooling op (with padding)
-  Tensor x = TI::pool(pad2d(padding_), HW, stride, dilation); // (bs, groups*cin, oy, ox, H, W)
+  Tensor x = TI::pool(pad2d(padding_), "conv2d", HW, stride, dilation); // (bs, groups*cin, oy, ox, H, W)
   int64_t rcout = cout / groups;
   Shape oyx(x.shape().begin() + 2, x.shape().end() - nhw);
   Shape rs{bs, groups, cin, 1};
@@ -460,14 +476,16 @@ Tensor Tensor::convTranspose2d(Tensor weight, std::optional<Tensor> bias, int64_
   std::vector<int64_t> trailing;
   for (int64_t i = 3; i <= weight.ndim(); ++i) trailing.push_back(i);
   int64_t w0 = weight.shape()[0].asInt(), w1 = weight.shape()[1].asInt();
-  LAZYJIT_USER_CHECK(w0 % groups == 0, ShapeError, "conv_transpose2d: {} channels for groups={}", w0, groups);
+  LAZYJIT_USER_CHECK(groups >= 1 && w0 % groups == 0 && pyEq(shape()[1], w0), ShapeError,
+                     "conv_transpose2d: input {} does not match the weights {} with groups={} ({} vs. {})",
+                     describe(*this), describe(weight), groups, w0, shape()[1].render());
   Shape wr{groups, w0 / groups, w1};
   for (int64_t h : HW) wr.push_back(h);
   std::vector<int64_t> wp{0, 2, 1};
   wp.insert(wp.end(), trailing.begin(), trailing.end());
   Tensor x = *this;
   Tensor w = weight.reshape(wr).permute(wp).flip(trailing);
-  std::vector<int64_t> stride = pairOf(strideIn, nhw, "conv_transpose2d stride");
+  std::vector<int64_t> stride = pairOf(strideIn, nhw, "conv_transpose2d", "stride");
   if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; })) {
     Shape s1(x.shape().begin(), x.shape().begin() + 2);
     for (size_t i = 2; i < x.shape().size(); ++i) {
@@ -488,9 +506,9 @@ Tensor Tensor::convTranspose2d(Tensor weight, std::optional<Tensor> bias, int64_
     for (size_t i = 0; i < nhw; ++i) shr.emplace_back(SIntPair(0, x.shape()[2 + i] - (stride[i] - 1)));
     x = x.shrink(shr);
   }
-  std::vector<int64_t> dil = pairOf(dilationIn, nhw, "conv_transpose2d dilation");
-  std::vector<int64_t> pad = pairOf(paddingIn, nhw, "conv_transpose2d padding");
-  std::vector<int64_t> opad = pairOf(outputPaddingIn, nhw, "conv_transpose2d output_padding");
+  std::vector<int64_t> dil = pairOf(dilationIn, nhw, "conv_transpose2d", "dilation");
+  std::vector<int64_t> pad = pairOf(paddingIn, nhw, "conv_transpose2d", "padding");
+  std::vector<int64_t> opad = pairOf(outputPaddingIn, nhw, "conv_transpose2d", "output_padding");
   std::vector<int64_t> padding;
   for (size_t j = nhw; j-- > 0;) {
     padding.push_back((HW[j] - 1) * dil[j] - pad[j]);
@@ -513,6 +531,17 @@ Tensor Tensor::dot(Tensor wIn) const & {
   LAZYJIT_USER_CHECK(pyEq(shape().back(), k2), ShapeError,
                      "matmul: {} and {} cannot be multiplied ({} != {})", describe(*this), describe(w),
                      shape().back().render(), k2.render());
+  if (n1 >= 2 && n2 >= 2) {
+    Shape xb(shape().begin(), shape().end() - 2), wb(w.shape().begin(), w.shape().end() - 2);
+    size_t n = std::max(xb.size(), wb.size());
+    for (size_t i = 0; i < n; ++i) {
+      SInt a = i < n - xb.size() ? SInt(1) : xb[i - (n - xb.size())];
+      SInt b = i < n - wb.size() ? SInt(1) : wb[i - (n - wb.size())];
+      LAZYJIT_USER_CHECK(pyEq(a, b) || pyEq(a, 1) || pyEq(b, 1), ShapeError,
+                         "matmul: cannot broadcast the batch dims of {} and {}", describe(*this),
+                         describe(w));
+    }
+  }
   int64_t ones = std::min<int64_t>({n1 - 1, n2 - 1, 1});
   Shape xs(shape().begin(), shape().end() - 1);
   xs.insert(xs.end(), ones, SInt(1));
@@ -528,12 +557,18 @@ Tensor Tensor::dot(Tensor wIn) const & {
 Tensor Tensor::linear(Tensor weightIn, std::optional<Tensor> biasIn) const & {
   Tensor weight = std::move(weightIn);
   std::optional<Tensor> bias = std::move(biasIn);
+  if (weight.ndim() >= 2 && ndim() >= 1) {
+    const SInt &k = weight.shape()[weight.ndim() - 2];
+    LAZYJIT_USER_CHECK(pyEq(shape().back(), k), ShapeError, "linear: {} and {} cannot be multiplied ({} != {})",
+                       describe(*this), describe(weight), shape().back().render(), k.render());
+  }
   Tensor x = weight.ndim() == 1 ? mul(weight) : dot(weight);
   return bias ? x.add(*bias) : x;
 }
 
 Tensor Tensor::layernorm(const std::vector<int64_t> &axis, double eps) const & {
   requireFloat("layernorm", *this);
+  normAxes("layernorm", *this, axis);
   Tensor y = sub(mean(axis, true));
   return y.mul(y.mul(y).mean(axis, true).add(eps).rsqrt());
 }
