@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace lazyjit {
 
@@ -113,6 +114,16 @@ std::string resolveDevice(const char *op, const std::optional<std::string> &devi
   std::string why;
   LAZYJIT_USER_CHECK(deviceAvailable(dev, &why), DeviceError, "{}: {}", op, why);
   return dev;
+}
+
+// The float->int rule of casts on the host: truncate toward zero, saturate at the type's range,
+// NaN -> 0 (a plain static_cast is undefined outside the range).
+template <typename T> T saturatingCast(double v) {
+  if (std::isnan(v)) return 0;
+  double t = std::trunc(v);
+  if (t <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (t >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(t);
 }
 
 // The value an integer constant has in its dtype. The reference renders a constant as int(x) in
@@ -244,6 +255,7 @@ Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
       T x;
       if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) x = T(static_cast<float>(v));
       else if constexpr (std::is_same_v<T, bool>) x = v != 0;
+      else if constexpr (std::is_integral_v<T>) x = saturatingCast<T>(wrapIntConst(v, dt)); // as Tensor(v, dtype)
       else x = static_cast<T>(v);
       std::memcpy(bytes.data() + i * sizeof(T), &x, sizeof(T));
     });
@@ -430,7 +442,7 @@ void convertFromBytes(const std::vector<uint8_t> &bytes, DType from, void *out, 
       else if constexpr (std::is_floating_point_v<T>)
         x = static_cast<T>(kind == 0 ? v : kind == 1 ? double(iv) : double(uv));
       else
-        x = kind == 0 ? static_cast<T>(v) : kind == 1 ? static_cast<T>(iv) : static_cast<T>(uv);
+        x = kind == 0 ? saturatingCast<T>(v) : kind == 1 ? static_cast<T>(iv) : static_cast<T>(uv);
       std::memcpy(static_cast<char *>(out) + i * sizeof(T), &x, sizeof(T));
     });
   }

@@ -318,3 +318,49 @@ TEST_CASE("Tensor creation: scalars are 0-d constants of the requested dtype") {
     expectExact(Tensor::scalar(4, {std::nullopt, dev}).reshape({1, 1}).expand({2, 3}), {2, 3}, Vals(6, 4));
   }
 }
+
+TEST_CASE("Tensor data: host conversions wrap integers like constants and saturate floats like casts") {
+  for (const std::string &dev : devices()) {
+    CAPTURE(dev);
+    // fromValues converts as Tensor(v, dtype) does: integers wrap, fractions truncate
+    expectExact(make({-1, 256, 3.7, -3.7}, {4}, dev, dtypes::uint8), {4}, {255, 0, 3, 253});
+    expectExact(make({128, -129, 1e3}, {3}, dev, dtypes::int8), {3}, {-128, 127, -24});
+    expectExact(make({kNaN, kInf, -kInf}, {3}, dev, dtypes::int32), {3}, {0, 2147483647.0, -2147483648.0});
+    CHECK(Tensor::fromValues({-1}, {1}, {dtypes::uint64, dev}).toVector<uint64_t>()[0] == UINT64_MAX);
+    // reading floats back as integers truncates and saturates, nan reads as 0
+    Tensor f = make({1e10, -1e10, kNaN, -2.9, 2.9}, {5}, dev);
+    CHECK(f.toVector<int32_t>() == std::vector<int32_t>{INT32_MAX, INT32_MIN, 0, -2, 2});
+    CHECK(f.toVector<uint8_t>() == std::vector<uint8_t>{255, 0, 0, 0, 2});
+    CHECK(f.toVector<int64_t>() == std::vector<int64_t>{10000000000, -10000000000, 0, -2, 2});
+    CHECK(f.toVector<bool>() == std::vector<bool>{true, true, true, true, true});
+    // integers read back as floats and other integer widths
+    Tensor i = make({-1, 300}, {2}, dev, dtypes::int16);
+    CHECK(i.toVector<float>() == std::vector<float>{-1, 300});
+    CHECK(i.toVector<uint8_t>() == std::vector<uint8_t>{255, 44});
+    CHECK(i.getitem({Index::at(1)}).item<int64_t>() == 300);
+  }
+}
+
+TEST_CASE("Tensor data: assign, realize, corealize and sequential") {
+  for (const std::string &dev : devices()) {
+    CAPTURE(dev);
+    Tensor a = make({1, 2, 3}, {3}, dev).realize();
+    auto buffer = a.lazydata()->realized();
+    a.assign(a * 2 + 1);
+    expectExact(a, {3}, {3, 5, 7});
+    // assigning to a realized tensor of the same dtype writes into its buffer
+    CHECK(a.lazydata()->realized() == buffer);
+    a.assign(make({0, 0, 1}, {3}, dev));
+    expectExact(a, {3}, {0, 0, 1});
+    Tensor x = make({1, 2}, {2}, dev), y = x + 1, z = x * 3;
+    Tensor::corealize({y, z});
+    CHECK(y.lazydata()->isRealized());
+    CHECK(z.lazydata()->isRealized());
+    expectExact(y, {2}, {2, 3});
+    expectExact(z, {2}, {3, 6});
+    std::vector<std::function<Tensor(const Tensor &)>> layers{[](const Tensor &t) { return t + 1; },
+                                                              [](const Tensor &t) { return t.relu(); },
+                                                              [](const Tensor &t) { return t * 2; }};
+    expectExact(make({-3, 1}, {2}, dev).sequential(layers), {2}, {0, 4});
+  }
+}
