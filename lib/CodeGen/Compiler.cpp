@@ -3,6 +3,7 @@
 // PTX. LLVM errors are turned into CompileError here; no exception crosses an LLVM frame.
 #include "lazyjit/CodeGen/Compiler.h"
 #include "CodeGenFingerprint.h"
+#include "GPULaunch.h"
 #include "LowerKernel.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
@@ -193,6 +194,7 @@ std::string llvmVersionString() { return LLVM_VERSION_STRING; }
 
 Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
   KernelOptions ko;
+  if (target.features.find("+avx512f") != std::string::npos) ko.vectorBits = 512;
   if (target.kind == TargetSpec::Kind::NVPTX) {
     ko.hasLocal = true;
     ko.hasShared = true;
@@ -226,6 +228,15 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
   }
   std::string optStr;
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
+  if (target.kind == TargetSpec::Kind::NVPTX) {
+    GPULaunch launch = gpuLaunch(k);
+    for (const auto &d : launch.grid) {
+      sig.gridDims.push_back(d.size);
+      sig.globalSize.push_back(maxBound(d.size));
+    }
+    for (const auto &d : launch.block) sig.localSize.push_back(d.size.asInt());
+    sig.sharedBytes = launch.sharedBytes;
+  }
   sig.kernelSummary = fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]", sig.name,
                                   renderShape(k.fullShape()).substr(1, renderShape(k.fullShape()).size() - 2),
                                   axes, optStr);
@@ -260,11 +271,17 @@ std::vector<uint8_t> compileToObject(const LazyOpRef &ast, const TargetSpec &tar
 std::string compileToPTX(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                          KernelSignature *sig) {
   LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::NVPTX, CompileError, "codegen: PTX is for NVPTX targets");
+  auto t0 = std::chrono::steady_clock::now();
   Lowered l = lowerToModule(ast, target, opts);
+  LAZYJIT_LOG(CodeGen, 4, "LLVM IR of {}:\n{}", l.kernel.name(), moduleText(*l.module));
   optimize(*l.module, *l.tm, target.optLevel);
   auto bytes = emitFile(*l.module, *l.tm, llvm::CodeGenFileType::AssemblyFile);
+  std::string ptx(bytes.begin(), bytes.end());
+  LAZYJIT_LOG(CodeGen, 4, "PTX of {}:\n{}", l.kernel.name(), ptx);
   if (sig) *sig = describeKernel(ast, target, opts);
-  return std::string(bytes.begin(), bytes.end());
+  LAZYJIT_LOG(CodeGen, 2, "compiled {} to PTX in {:.2f} ms", l.kernel.name(),
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return ptx;
 }
 
 } // namespace lazyjit

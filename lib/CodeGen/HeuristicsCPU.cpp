@@ -1,8 +1,166 @@
-// CPU kernel optimizations (see Heuristics.h).
+// CPU kernel optimizations, in the spirit of the reference's hand-coded heuristics (notes §8) but
+// aimed at a CPU's vector units:
+//  - a "vector axis": an output axis along which the output and every input are unit-stride or
+//    broadcast. It is upcast by the vector width (LowerCPU.cpp emits it as one LLVM vector);
+//  - a "tile axis" for reduces whose inputs are broadcast along different axes (matmul, conv): the
+//    input that is broadcast along the vector axis varies along it, so each loaded vector is reused
+//    by every row of the register tile;
+//  - small reduce axes are unrolled;
+//  - for matmul-like kernels the vector-axis tiles become the outermost loop, so a panel of the
+//    right-hand side stays in cache while the left-hand side streams.
+// Element-wise kernels and row reductions over a contiguous axis are left to LLVM's loop
+// vectorizer, which handles them well, as are kernels with transcendental math.
 #include "Heuristics.h"
+
+#include <algorithm>
+#include <optional>
 
 namespace lazyjit {
 
-void applyCPUHeuristics(Kernel &k) { (void)k; }
+namespace {
+
+std::optional<int64_t> strideOf(const Kernel &k, size_t buf, size_t axis) {
+  auto rs = k.sts[buf].realStrides(true);
+  if (!rs[axis] || !rs[axis]->isInt()) return std::nullopt;
+  return rs[axis]->asInt();
+}
+
+bool hasTranscendental(const LazyOp &ast) {
+  for (const LazyOp *x : ast.lazyops())
+    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
+  return false;
+}
+
+bool allFloat(const Kernel &k) {
+  for (const LazyOp *b : k.bufs) {
+    DType dt = b->bufferDType();
+    if (dt != dtypes::float32 && dt != dtypes::float64) return false;
+  }
+  return true;
+}
+
+bool isIntSize(const Kernel &k, size_t axis) { return k.fullShape()[axis].isInt(); }
+
+// An output axis along which the store is unit-stride and every input is unit-stride or
+// broadcast, with at least one unit-stride input. Prefers the innermost.
+std::optional<size_t> findVectorAxis(const Kernel &k) {
+  int fr = k.firstReduce();
+  for (int a = fr - 1; a >= 0; --a) {
+    if (!isIntSize(k, a) || k.fullShape()[a].asInt() < 4) continue;
+    auto st = strideOf(k, 0, a);
+    if (!st || *st != 1) continue;
+    bool ok = true, anyUnit = false;
+    for (size_t i = 1; i < k.bufs.size() && ok; ++i) {
+      if (k.bufs[i]->op == Op::Const) continue;
+      auto s = strideOf(k, i, a);
+      ok = s && (*s == 0 || *s == 1);
+      anyUnit = anyUnit || (s && *s == 1);
+    }
+    if (ok && anyUnit) return static_cast<size_t>(a);
+  }
+  return std::nullopt;
+}
+
+// For a reduce over inputs broadcast along different axes: an output axis along which an input
+// that is broadcast along the vector axis varies, and every input that varies along the vector
+// axis is broadcast.
+std::optional<size_t> findTileAxis(const Kernel &k, size_t vec) {
+  int fr = k.firstReduce();
+  std::optional<size_t> best;
+  for (int a = 0; a < fr; ++a) {
+    if (static_cast<size_t>(a) == vec || !isIntSize(k, a) || k.fullShape()[a].asInt() < 2) continue;
+    bool reuse = true, someVaries = false;
+    for (size_t i = 1; i < k.bufs.size() && reuse; ++i) {
+      if (k.bufs[i]->op == Op::Const) continue;
+      auto sv = strideOf(k, i, vec), sa = strideOf(k, i, a);
+      if (!sv || !sa) {
+        // a masked input (padding): treat it by its raw view strides
+        reuse = false;
+        break;
+      }
+      if (*sv != 0 && *sa != 0) reuse = false; // varies along both: no reuse
+      if (*sv == 0 && *sa != 0) someVaries = true;
+    }
+    if (reuse && someVaries) best = static_cast<size_t>(a);
+  }
+  return best;
+}
+
+int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
+  for (int64_t o : options)
+    if (o <= n && n % o == 0) return o;
+  return 1;
+}
+
+} // namespace
+
+void applyCPUHeuristics(Kernel &k) {
+  if (k.shapeLen() == 0 || hasTranscendental(*k.ast) || !allFloat(k)) return;
+  bool wide = k.opts.vectorBits >= 512;
+  auto vec = findVectorAxis(k);
+  if (!vec) {
+    // no vector axis: unroll a small last reduce axis, as the reference does
+    if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {
+      size_t last = k.shapeLen() - k.upcasted - 1;
+      if (isIntSize(k, last) && k.fullShape()[last].asInt() <= 4)
+        k.applyOpt({OptOp::Unroll, static_cast<int64_t>(last) - k.firstReduce(), 0});
+    }
+    return;
+  }
+  int64_t vsize = k.fullShape()[*vec].asInt();
+  // element-wise kernels are vectorized well by LLVM over their innermost loop
+  if (!k.reduceop && *vec + 1 == static_cast<size_t>(k.firstReduce())) return;
+  // a row reduction over a contiguous axis is vectorized by LLVM along the reduce loop
+  if (k.reduceop) {
+    size_t lastRed = k.shapeLen() - k.upcasted - 1;
+    bool contiguousReduce = true;
+    for (size_t i = 1; i < k.bufs.size(); ++i) {
+      if (k.bufs[i]->op == Op::Const) continue;
+      auto s = strideOf(k, i, lastRed);
+      contiguousReduce = contiguousReduce && s && (*s == 1 || *s == 0);
+    }
+    auto tile = findTileAxis(k, *vec);
+    if (contiguousReduce && !tile) return;
+  }
+
+  int64_t width = largestDivisor(vsize, wide ? std::initializer_list<int64_t>{32, 16, 8, 4}
+                                             : std::initializer_list<int64_t>{16, 8, 4});
+  if (width < 4) return;
+  std::optional<size_t> tile = k.reduceop ? findTileAxis(k, *vec) : std::nullopt;
+  int64_t rows = 1;
+  if (tile) {
+    int64_t regsPerRow = std::max<int64_t>(1, width * 32 / k.opts.vectorBits);
+    int64_t budget = wide ? 16 : 8; // accumulator registers
+    int64_t maxRows = std::max<int64_t>(1, budget / regsPerRow);
+    int64_t tsize = k.fullShape()[*tile].asInt();
+    for (int64_t r : {8, 6, 4, 3, 2})
+      if (r <= maxRows && tsize % r == 0) {
+        rows = r;
+        break;
+      }
+  }
+  // upcast the tile axis first so that the vector axis ends up last (the lowering vectorizes the
+  // last output upcast axis); an axis upcast by its whole size disappears (simplify_ones)
+  int64_t vecAxis = static_cast<int64_t>(*vec);
+  if (rows > 1) {
+    bool removed = rows == k.fullShape()[*tile].asInt();
+    k.applyOpt({OptOp::Upcast, static_cast<int64_t>(*tile), rows});
+    if (removed && static_cast<int64_t>(*tile) < vecAxis) --vecAxis;
+  }
+  bool vecRemains = width < vsize;
+  k.applyOpt({OptOp::Upcast, vecAxis, width});
+  // unroll a small last reduce axis, or a long one by 4
+  if (k.reduceop) {
+    int fr = k.firstReduce();
+    int lastRed = static_cast<int>(k.shapeLen()) - k.upcasted - 1;
+    if (lastRed >= fr && isIntSize(k, lastRed)) {
+      int64_t r = k.fullShape()[lastRed].asInt();
+      if (r <= 4) k.applyOpt({OptOp::Unroll, lastRed - fr, 0});
+      else if (r % 4 == 0 && r >= 64) k.applyOpt({OptOp::Unroll, lastRed - fr, 4});
+    }
+  }
+  // matmul-like: the vector-axis tiles become the outermost (and threaded) loop
+  if (tile && vecRemains && vecAxis != 0 && vecAxis < k.globalDims()) k.applyOpt({OptOp::Swap, 0, vecAxis});
+}
 
 } // namespace lazyjit

@@ -10,7 +10,7 @@
 namespace lazyjit {
 
 std::string Opt::str() const {
-  const char *names[] = {"UPCAST", "UNROLL", "LOCAL", "LASTLOCAL", "GROUP", "GROUPTOP", "NOLOCALS", "PADTO"};
+  const char *names[] = {"UPCAST", "UNROLL", "LOCAL", "LASTLOCAL", "GROUP", "GROUPTOP", "NOLOCALS", "PADTO", "SWAP"};
   return std::string(names[static_cast<int>(op)]) + "(" + std::to_string(axis) + "," + std::to_string(amt) + ")";
 }
 
@@ -181,6 +181,16 @@ void Kernel::simplifyMergeAdjacent() {
 
 void Kernel::applyOpt(const Opt &opt) {
   int fr = firstReduce();
+  if (opt.op == OptOp::Swap) {
+    LAZYJIT_USER_CHECK(opt.axis >= 0 && opt.amt >= 0 && opt.axis < fr - localDims && opt.amt < fr - localDims,
+                       UnsupportedError, "opt {}: can only swap two global axes of {}", opt.str(), name());
+    std::vector<int64_t> perm(shapeLen());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[opt.axis], perm[opt.amt]);
+    reshapeAndPermute(nullptr, &perm);
+    appliedOpts.push_back(opt);
+    return;
+  }
   int64_t axis = opt.axis + (opt.op == OptOp::Unroll ? fr
                              : (opt.op == OptOp::Group || opt.op == OptOp::GroupTop)
                                  ? fr + static_cast<int64_t>(groupForReduce.size())
@@ -225,12 +235,15 @@ void Kernel::applyOpt(const Opt &opt) {
     break;
   case OptOp::Upcast:
     LAZYJIT_USER_CHECK(axis < fr, UnsupportedError, "opt {}: upcast is for non-reduce axes", opt.str());
-    LAZYJIT_USER_CHECK(amt <= 8, UnsupportedError, "opt {}: don't upcast more than 8", opt.str());
+    // the reference stops at 8; CPU kernels vectorize an upcast axis, so they may go wider
+    LAZYJIT_USER_CHECK(amt <= (opts.hasLocal ? 8 : 64), UnsupportedError, "opt {}: don't upcast more than {}",
+                       opt.str(), opts.hasLocal ? 8 : 64);
     shiftTo(axis, amt);
     upcast();
     break;
   case OptOp::NoLocals:
   case OptOp::PadTo:
+  case OptOp::Swap:
     LAZYJIT_USER_CHECK(false, UnsupportedError, "opt {} is not supported", opt.str());
   }
   appliedOpts.push_back(opt);

@@ -23,6 +23,8 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <set>
+
 namespace lazyjit {
 
 using namespace llvm;
@@ -66,7 +68,204 @@ private:
   CPUMath math;
   void emitBody(Value *start, Value *end);
   void emitRangeFunction(const std::string &symbol);
+
+  // ---- vector mode: the last output-upcast axis as one LLVM vector (see VectorLowering) ----
+  int vecAxis = -1;
+  int64_t lanes = 0;
+  NodeRef vidx;
+  bool canVectorize(int axis);
+  bool usesVidx(const Node &n) const;
+  bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
+  Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
+  Value *renderVec(const Node &n);
+  Value *maskFor(const NodeRef &valid);
+  Val vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
+  Val vecConvert(Val x, DType to);
+  Val vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
+  void vecStore(const std::vector<NodeRef> &idxs, Val v);
+  Value *vecZero(DType dt) { return Constant::getNullValue(VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false)); }
 };
+
+// ---- vector mode ------------------------------------------------------------------------------------
+//
+// When the kernel's last output-upcast axis (size 4..64) is unit-stride in the output, the whole
+// per-element computation is emitted once on <lanes x float> values instead of once per lane:
+// inputs contiguous along the axis become one vector load (masked where padding makes lanes
+// invalid), inputs broadcast along it a scalar load and a splat, anything else a masked gather.
+// Accumulators are vectors too, so a matmul tile keeps rows x lanes sums in registers.
+
+bool CPULowerer::usesVidx(const Node &n) const {
+  for (const auto &v : n.vars())
+    if (v->expr && *v->expr == "vidx") return true;
+  return false;
+}
+
+// True when idx == base + vidx for a base without vidx.
+bool CPULowerer::contiguousInVidx(const NodeRef &idx, NodeRef *base) const {
+  NodeRef b0 = idx->substitute({{vidx->key(), numNode(0)}});
+  if (usesVidx(*b0)) return false;
+  if (sumNodes({b0, vidx})->key() != idx->key()) return false;
+  if (base) *base = b0;
+  return true;
+}
+
+bool CPULowerer::canVectorize(int axis) {
+  static const std::set<Op> ok = {Op::Load, Op::Const, Op::Store, Op::Add,  Op::Sub,   Op::Mul,  Op::Div,
+                                  Op::Max,  Op::CmpLt, Op::Where, Op::Neg,  Op::Sqrt,  Op::Recip, Op::Sum,
+                                  Op::ReduceMax, Op::Cast};
+  for (const LazyOp *x : k.ast->lazyops()) {
+    if (!ok.count(x->op)) return false;
+    if (x->op == Op::Cast) {
+      const auto &ca = std::get<CastArg>(x->arg);
+      if (ca.bitcast || !(ca.dtype == dtypes::float32 || ca.dtype == dtypes::float64)) return false;
+    }
+    if (isBufferOp(x->op) && !(x->bufferDType() == dtypes::float32 || x->bufferDType() == dtypes::float64))
+      return false;
+  }
+  // the output must be contiguous along the axis
+  std::vector<NodeRef> ix;
+  for (size_t a = 0; a < k.shapeLen(); ++a)
+    ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
+  return contiguousInVidx(k.sts[0].exprIdxs(ix).first, nullptr);
+}
+
+Value *CPULowerer::renderVec(const Node &n) {
+  if (!usesVidx(n)) return splat(render(n));
+  auto bin = [&](Value *a, Value *c, auto op) { return op(splat(a), splat(c)); };
+  auto renderB = [&](const SInt &x) -> Value * { return x.isInt() ? i64(x.asInt()) : renderVec(*x.node()); };
+  auto asVecI64 = [&](Value *v) -> Value * {
+    return v->getType()->getScalarType()->isIntegerTy(1) ? b.CreateZExt(v, VectorType::get(b.getInt64Ty(), static_cast<unsigned>(lanes), false)) : v;
+  };
+  switch (n.kind) {
+  case NodeKind::Variable: {
+    std::vector<Constant *> lanesC;
+    for (int64_t i = 0; i < lanes; ++i) lanesC.push_back(b.getInt64(static_cast<uint64_t>(i)));
+    return ConstantVector::get(lanesC);
+  }
+  case NodeKind::Mul: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateMul(x, y); });
+  case NodeKind::Div: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateSDiv(x, y); });
+  case NodeKind::Mod: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateSRem(x, y); });
+  case NodeKind::Lt: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateICmpSLT(x, y); });
+  case NodeKind::Sum: {
+    Value *acc = nullptr;
+    for (const auto &x : n.nodes) {
+      Value *v = splat(asVecI64(renderVec(*x)));
+      if (v->getType()->getScalarType()->isIntegerTy(1)) v = asVecI64(v);
+      acc = acc ? b.CreateAdd(acc, v) : v;
+    }
+    return acc;
+  }
+  case NodeKind::And: {
+    Value *acc = nullptr;
+    for (const auto &x : n.nodes) {
+      Value *v = splat(renderVec(*x));
+      if (!v->getType()->getScalarType()->isIntegerTy(1)) v = b.CreateICmpNE(v, Constant::getNullValue(v->getType()));
+      acc = acc ? b.CreateAnd(acc, v) : v;
+    }
+    return acc;
+  }
+  case NodeKind::Num: break;
+  }
+  return splat(render(n));
+}
+
+// The per-lane validity of a (non-constant) valid expression as <lanes x i1>.
+Value *CPULowerer::maskFor(const NodeRef &valid) {
+  if (usesVidx(*valid)) return renderVec(*valid);
+  return splat(asI1(render(*valid)));
+}
+
+Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
+  size_t bi = bufIndex(&op);
+  auto [idx, valid] = k.sts[bi].exprIdxs(idxs);
+  DType dt = op.bufferDType();
+  std::string key = "v" + std::to_string(bi) + "|" + idx->key() + "|" + valid->key();
+  if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
+  Val out{nullptr, dt};
+  bool alwaysValid = valid->isNum() && valid->num != 0;
+  Type *et = vb.regType(dt);
+  Align align(dt.itemsize());
+  if (valid->isNum() && valid->num == 0) {
+    out.v = vecZero(dt);
+  } else if (op.op == Op::Const) {
+    Value *c = splat(vb.constant(op.constBuffer().val, dt).v);
+    out.v = alwaysValid ? c : b.CreateSelect(maskFor(valid), c, vecZero(dt));
+  } else {
+    Value *ptr = bufPtrs.at(op.memBuffer().idx);
+    NodeRef base;
+    if (!usesVidx(*idx)) {
+      if (alwaysValid) {
+        out.v = splat(vb.load(ptr, asI64(render(*idx)), dt).v);
+      } else {
+        Value *mask = maskFor(valid);
+        Value *any = b.CreateOrReduce(mask);
+        Value *safe = b.CreateSelect(any, asI64(render(*idx)), i64(0));
+        out.v = b.CreateSelect(mask, splat(vb.load(ptr, safe, dt).v), vecZero(dt));
+      }
+    } else if (contiguousInVidx(idx, &base)) {
+      Value *p = b.CreateInBoundsGEP(et, ptr, asI64(render(*base)));
+      Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
+      if (alwaysValid) out.v = b.CreateAlignedLoad(vt, p, align);
+      else out.v = b.CreateMaskedLoad(vt, p, align, maskFor(valid), vecZero(dt));
+    } else {
+      Value *ptrs = b.CreateInBoundsGEP(et, ptr, renderVec(*idx));
+      Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
+      Value *mask = alwaysValid ? splat(b.getTrue()) : maskFor(valid);
+      out.v = b.CreateMaskedGather(vt, ptrs, align, mask, vecZero(dt));
+    }
+  }
+  loadCache[key] = out;
+  return out;
+}
+
+Val CPULowerer::vecConvert(Val x, DType to) {
+  if (x.dt == to) return x;
+  Type *vt = VectorType::get(vb.regType(to), static_cast<unsigned>(lanes), false);
+  if (x.dt.isBool()) return {b.CreateUIToFP(x.v, vt), to};
+  if (to.isBool()) return {b.CreateFCmpUNE(x.v, Constant::getNullValue(x.v->getType())), to};
+  return {to == dtypes::float64 ? b.CreateFPExt(x.v, vt) : b.CreateFPTrunc(x.v, vt), to};
+}
+
+Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
+  if (isBufferOp(op.op)) return vecLoadLeaf(op, idxs);
+  if (isReduceOp(op.op)) return *acc;
+  DType dt = dtypeOf(op);
+  std::vector<Val> s;
+  for (const auto &x : op.src) s.push_back(vecEval(*x.op, idxs, acc));
+  if (op.op == Op::Cast) return vecConvert(s[0], std::get<CastArg>(op.arg).dtype);
+  if (op.op == Op::Where) {
+    Value *c = s[0].dt.isBool() ? s[0].v : b.CreateFCmpUNE(s[0].v, Constant::getNullValue(s[0].v->getType()));
+    return {b.CreateSelect(c, vecConvert(s[1], dt).v, vecConvert(s[2], dt).v), dt};
+  }
+  for (auto &v : s) v = vecConvert(v, dt);
+  Value *a = s[0].v, *c = s.size() > 1 ? s[1].v : nullptr;
+  switch (op.op) {
+  case Op::Add: return {b.CreateFAdd(a, c), dt};
+  case Op::Sub: return {b.CreateFSub(a, c), dt};
+  case Op::Mul: return {b.CreateFMul(a, c), dt};
+  case Op::Div: return {b.CreateFDiv(a, c), dt};
+  case Op::Max: return {b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c), dt};
+  case Op::CmpLt: return {b.CreateFCmpULT(a, c), dtypes::boolean};
+  case Op::Neg: return {b.CreateFNeg(a), dt};
+  case Op::Sqrt: return {b.CreateUnaryIntrinsic(Intrinsic::sqrt, a), dt};
+  case Op::Recip: return {b.CreateFDiv(ConstantFP::get(a->getType(), 1.0), a), dt};
+  default: break;
+  }
+  LAZYJIT_INTERNAL_CHECK(false, "codegen: {} in vector mode", opName(op.op));
+}
+
+void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
+  DType outDt = k.bufs[0]->memBuffer().dtype;
+  auto [idx, valid] = k.sts[0].exprIdxs(idxs);
+  if (valid->isNum() && valid->num == 0) return;
+  NodeRef base;
+  LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector store is not contiguous");
+  Val x = vecConvert(v, outDt);
+  Value *p = b.CreateInBoundsGEP(vb.regType(outDt), bufPtrs[0], asI64(render(*base)));
+  Align align(outDt.itemsize());
+  if (valid->isNum()) b.CreateAlignedStore(x.v, p, align);
+  else b.CreateMaskedStore(x.v, p, align, maskFor(valid));
+}
 
 void CPULowerer::emitBody(Value *start, Value *end) {
   const Shape &full = k.fullShape();
@@ -80,6 +279,19 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     LAZYJIT_INTERNAL_CHECK(full[a].isInt(), "codegen: upcast axis {} is symbolic", a);
     (pyEq(full[a], outShape[a]) ? outUp : redUp).push_back(a);
   }
+  // vector mode: the last output-upcast axis becomes one LLVM vector when everything allows it
+  if (!outUp.empty()) {
+    int cand = outUp.back();
+    int64_t size = full[cand].asInt();
+    vidx = variable("vidx", 0, size - 1);
+    lanes = size;
+    if (size >= 4 && size <= 64 && canVectorize(cand)) {
+      vecAxis = cand;
+      outUp.pop_back();
+    } else {
+      lanes = 0;
+    }
+  }
   std::vector<int64_t> outSizes, redSizes;
   for (int a : outUp) outSizes.push_back(full[a].asInt());
   for (int a : redUp) redSizes.push_back(full[a].asInt());
@@ -92,7 +304,9 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   auto setUpcast = [&](std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) {
     for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
     for (size_t i = 0; i < redUp.size(); ++i) ix[redUp[i]] = numNode(rc ? (*rc)[i] : 0);
+    if (vecAxis >= 0) ix[vecAxis] = vidx;
   };
+  bool vec = vecAxis >= 0;
 
   // the innermost part: accumulate (if there is a reduce) and store every output-upcast element
   std::function<void(int)> globals = [&](int axis) {
@@ -113,7 +327,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       DType rdt = dtypeOf(*k.reduceop);
       Op rop = k.reduceop->op;
       std::vector<Value *> init;
-      for (size_t o = 0; o < outCombos.size(); ++o) init.push_back(vb.reduceInit(rop, rdt).v);
+      for (size_t o = 0; o < outCombos.size(); ++o)
+        init.push_back(vec ? splat(vb.reduceInit(rop, rdt).v) : vb.reduceInit(rop, rdt).v);
       std::function<std::vector<Value *>(int, const std::vector<Value *> &)> reduceLoops =
           [&](int axis2, const std::vector<Value *> &cur) -> std::vector<Value *> {
         if (axis2 < firstUpcast) {
@@ -132,6 +347,12 @@ void CPULowerer::emitBody(Value *start, Value *end) {
           for (const auto &rc : redCombos) {
             std::vector<NodeRef> ix = idxs;
             setUpcast(ix, outCombos[o], &rc);
+            if (vec) {
+              Val v = vecConvert(vecEval(src, ix, nullptr), rdt);
+              next[o] = alu == Op::Add ? b.CreateFAdd(v.v, next[o])
+                                       : b.CreateBinaryIntrinsic(Intrinsic::maximum, v.v, next[o]);
+              continue;
+            }
             Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
             next[o] = vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v;
           }
@@ -145,7 +366,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     for (size_t o = 0; o < outCombos.size(); ++o) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], nullptr);
-      storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
+      if (vec) vecStore(ix, vecEval(top, ix, accs.empty() ? nullptr : &accs[o]));
+      else storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
     }
   };
 

@@ -11,6 +11,8 @@ namespace lazyjit {
 
 namespace {
 
+size_t hashDouble(double v) { return v != v ? 0x7ff8 : std::hash<double>{}(v); }
+
 bool pairsEqual(const PadArg &a, const PadArg &b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -29,6 +31,7 @@ bool argEqual(const LazyOpArg &a, const LazyOpArg &b) {
         if constexpr (std::is_same_v<T, std::monostate>) return true;
         else if constexpr (std::is_same_v<T, PadArg>) return pairsEqual(x, y);
         else if constexpr (std::is_same_v<T, CustomOpRef>) return x == y;
+        else if constexpr (std::is_same_v<T, double>) return ConstBuffer::sameValue(x, y);
         else return x == y;
       },
       a);
@@ -56,11 +59,11 @@ size_t argHash(const LazyOpArg &a) {
           hashCombine(h, static_cast<size_t>(x.dtype.scalar()));
           hashCombine(h, x.st.hash());
         } else if constexpr (std::is_same_v<T, ConstBuffer>) {
-          hashCombine(h, std::hash<double>{}(x.val));
+          hashCombine(h, hashDouble(x.val));
           hashCombine(h, static_cast<size_t>(x.dtype.scalar()));
           hashCombine(h, x.st.hash());
         } else if constexpr (std::is_same_v<T, double>) {
-          hashCombine(h, std::hash<double>{}(x));
+          hashCombine(h, hashDouble(x));
         } else if constexpr (std::is_same_v<T, CustomOpRef>) {
           hashCombine(h, std::hash<const void *>{}(x.get()));
         }

@@ -4,11 +4,16 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 
 namespace lazyjit {
 
 namespace {
 constexpr size_t kAlign = 64;
+// Large buffers are aligned to 2 MiB and advised to use transparent huge pages: kernels that walk
+// a matrix by rows of several KiB (matmul's right-hand side) then stay within the TLB's reach.
+constexpr size_t kHugeAlign = size_t(2) << 20;
+constexpr size_t kHugeMin = size_t(4) << 20;
 constexpr size_t kMaxCached = size_t(2) << 30; // keep at most 2 GiB of freed blocks
 size_t roundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 } // namespace
@@ -27,11 +32,15 @@ void *HostAllocator::alloc(size_t bytes) {
       return p;
     }
   }
-  void *p = std::aligned_alloc(kAlign, sz);
+  bool huge = sz >= kHugeMin;
+  size_t align = huge ? kHugeAlign : kAlign;
+  size_t allocSz = huge ? (sz + kHugeAlign - 1) / kHugeAlign * kHugeAlign : sz;
+  void *p = std::aligned_alloc(align, allocSz);
   if (!p) {
     trim();
-    p = std::aligned_alloc(kAlign, sz);
+    p = std::aligned_alloc(align, allocSz);
   }
+  if (p && huge) madvise(p, allocSz, MADV_HUGEPAGE);
   LAZYJIT_USER_CHECK(p != nullptr, DeviceError, "host: out of memory allocating {} bytes", sz);
   return p;
 }

@@ -15,9 +15,10 @@
 
 namespace lazyjit {
 
-enum class OptOp : uint8_t { Upcast, Unroll, Local, LastLocal, Group, GroupTop, NoLocals, PadTo };
+enum class OptOp : uint8_t { Upcast, Unroll, Local, LastLocal, Group, GroupTop, NoLocals, PadTo, Swap };
 
-/// One applied optimization (the reference's Opt).
+/// One applied optimization (the reference's Opt). Swap (CPU only, not in the reference) exchanges
+/// global axes `axis` and `amt` to change the loop order.
 struct Opt {
   OptOp op;
   int64_t axis = 0;
@@ -28,6 +29,7 @@ struct Opt {
 
 /// What the target supports (the reference's LinearizerOptions).
 struct KernelOptions {
+  int vectorBits = 256;   ///< CPU vector register width (256: AVX2, 512: AVX-512)
   bool hasLocal = false;  ///< thread-block local dims (GPU)
   bool hasShared = false; ///< shared memory for group reduces (GPU)
   std::vector<int64_t> globalMax, localMax;

@@ -48,8 +48,11 @@ struct ConstBuffer {
   DType dtype;
   ShapeTracker st;
   bool operator==(const ConstBuffer &o) const {
-    return val == o.val && dtype == o.dtype && st == o.st;
+    return sameValue(val, o.val) && dtype == o.dtype && st == o.st;
   }
+  /// Values compare by value, with every NaN equal to every NaN (so NaN constants dedup and a
+  /// node always equals itself).
+  static bool sameValue(double a, double b) { return a == b || (a != a && b != b); }
 };
 
 /// A host function run by a CUSTOM load op (Tensor::rand fills its output this way).
