@@ -60,25 +60,122 @@ DType KernelEmitter::dtypeOf(const LazyOp &op) {
 
 
 Value *KernelEmitter::asI64(Value *v) { return v->getType()->isIntegerTy(1) ? b.CreateZExt(v, b.getInt64Ty()) : v; }
-Value *KernelEmitter::asI1(Value *v) { return v->getType()->isIntegerTy(1) ? v : b.CreateICmpNE(v, i64(0)); }
+Value *KernelEmitter::asIdx(Value *v) { return v->getType()->isIntegerTy(1) ? b.CreateZExt(v, idxTy) : v; }
+Value *KernelEmitter::asI1(Value *v) {
+  return v->getType()->isIntegerTy(1) ? v : b.CreateICmpNE(v, ConstantInt::get(v->getType(), 0));
+}
+
+std::string KernelEmitter::loadKey(size_t bi, const Node &idx, const Node &valid) {
+  return std::to_string(bi) + "|" + idx.key() + "|" + valid.key();
+}
+
+namespace {
+
+using Interval = std::pair<__int128, __int128>;
+
+// The smallest / largest value of a bound that may itself be symbolic (a Variable's max `n-1`).
+std::optional<__int128> lowest(const SInt &s) {
+  SInt x = s;
+  while (x.isNode()) {
+    if (x.node()->isNum()) return x.node()->num;
+    x = x.node()->min;
+  }
+  return x.asInt();
+}
+std::optional<__int128> highest(const SInt &s) {
+  SInt x = s;
+  while (x.isNode()) {
+    if (x.node()->isNum()) return x.node()->num;
+    x = x.node()->max;
+  }
+  return x.asInt();
+}
+
+__int128 magnitude(const Interval &i) { return std::max(i.first < 0 ? -i.first : i.first, i.second < 0 ? -i.second : i.second); }
+
+// Bounds of a node's value by interval arithmetic over its variables' ranges. These bound every
+// value render() computes for it, whatever the symbolic algebra's own (possibly symbolic) bounds.
+std::optional<Interval> intervalOf(const Node &n) {
+  auto ofB = [](const SInt &b) -> std::optional<Interval> {
+    if (b.isInt()) return Interval{b.asInt(), b.asInt()};
+    return intervalOf(*b.node());
+  };
+  switch (n.kind) {
+  case NodeKind::Variable: {
+    auto lo = lowest(n.min), hi = highest(n.max);
+    if (!lo || !hi) return std::nullopt;
+    return Interval{*lo, *hi};
+  }
+  case NodeKind::Num: return Interval{n.num, n.num};
+  case NodeKind::Mul: {
+    auto a = intervalOf(*n.a), c = ofB(n.b);
+    if (!a || !c) return std::nullopt;
+    __int128 p[] = {a->first * c->first, a->first * c->second, a->second * c->first, a->second * c->second};
+    return Interval{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+  }
+  case NodeKind::Div:
+  case NodeKind::Mod: {
+    // C division and remainder never grow the magnitude of the dividend
+    auto a = intervalOf(*n.a);
+    if (!a) return std::nullopt;
+    __int128 m = magnitude(*a);
+    return Interval{-m, m};
+  }
+  case NodeKind::Lt:
+  case NodeKind::And: return Interval{0, 1};
+  case NodeKind::Sum: {
+    Interval acc{0, 0};
+    for (const auto &x : n.nodes) {
+      auto i = intervalOf(*x);
+      if (!i) return std::nullopt;
+      acc = {acc.first + i->first, acc.second + i->second};
+    }
+    return acc;
+  }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+void KernelEmitter::noteIndexRange(const Node &n) {
+  unsigned bits = idxTy->getBitWidth();
+  if (bits >= 64 || indexMayOverflow) return;
+  __int128 limit = static_cast<__int128>(1) << (bits - 1);
+  auto fits = [&](const Interval &i) { return i.first >= -limit && i.second < limit; };
+  auto i = intervalOf(n);
+  if (!i || !fits(*i)) {
+    indexMayOverflow = true;
+    return;
+  }
+  if (n.kind != NodeKind::Sum) return;
+  // the partial sums are values too
+  Interval acc{0, 0};
+  for (const auto &x : n.nodes) {
+    auto t = intervalOf(*x);
+    acc = {acc.first + t->first, acc.second + t->second};
+    if (!fits(acc)) indexMayOverflow = true;
+  }
+}
 
 Value *KernelEmitter::render(const Node &n) {
-  auto renderB = [&](const SInt &x) { return x.isInt() ? i64(x.asInt()) : asI64(render(*x.node())); };
+  auto renderB = [&](const SInt &x) { return x.isInt() ? idxConst(x.asInt()) : asIdx(render(*x.node())); };
+  noteIndexRange(n);
   switch (n.kind) {
   case NodeKind::Variable: {
     auto it = varValues.find(n.expr ? *n.expr : "None");
     LAZYJIT_INTERNAL_CHECK(it != varValues.end(), "codegen: unknown variable {}", n.key());
     return it->second;
   }
-  case NodeKind::Num: return i64(n.num);
-  case NodeKind::Mul: return b.CreateMul(asI64(render(*n.a)), renderB(n.b));
-  case NodeKind::Div: return b.CreateSDiv(asI64(render(*n.a)), renderB(n.b));
-  case NodeKind::Mod: return b.CreateSRem(asI64(render(*n.a)), renderB(n.b));
-  case NodeKind::Lt: return b.CreateICmpSLT(asI64(render(*n.a)), renderB(n.b));
+  case NodeKind::Num: return idxConst(n.num);
+  case NodeKind::Mul: return b.CreateMul(asIdx(render(*n.a)), renderB(n.b));
+  case NodeKind::Div: return b.CreateSDiv(asIdx(render(*n.a)), renderB(n.b));
+  case NodeKind::Mod: return b.CreateSRem(asIdx(render(*n.a)), renderB(n.b));
+  case NodeKind::Lt: return b.CreateICmpSLT(asIdx(render(*n.a)), renderB(n.b));
   case NodeKind::Sum: {
     Value *acc = nullptr;
     for (const auto &x : n.nodes) {
-      Value *v = asI64(render(*x));
+      Value *v = asIdx(render(*x));
       acc = acc ? b.CreateAdd(acc, v) : v;
     }
     return acc;
@@ -95,13 +192,19 @@ Value *KernelEmitter::render(const Node &n) {
   return nullptr;
 }
 
-Value *KernelEmitter::renderSInt(const SInt &s) { return s.isInt() ? i64(s.asInt()) : asI64(render(*s.node())); }
+Value *KernelEmitter::renderSInt(const SInt &s) {
+  if (s.isInt()) {
+    noteIndexRange(*numNode(s.asInt()));
+    return idxConst(s.asInt());
+  }
+  return asIdx(render(*s.node()));
+}
 
 Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
   size_t bi = bufIndex(&op);
   auto [idx, valid] = k.sts[bi].exprIdxs(idxs);
   DType dt = op.bufferDType();
-  std::string key = std::to_string(bi) + "|" + idx->key() + "|" + valid->key();
+  std::string key = loadKey(bi, *idx, *valid);
   if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
   Val out;
   bool alwaysValid = valid->isNum() && valid->num != 0;
@@ -114,12 +217,12 @@ Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
   } else {
     Value *ptr = bufPtrs.at(op.memBuffer().idx);
     if (alwaysValid) {
-      out = vb.load(ptr, asI64(render(*idx)), dt);
+      out = vb.load(ptr, asIdx(render(*idx)), dt);
     } else {
       // a gated load: the address is clamped to element 0 when invalid, so memory out of bounds
       // is never touched
       Value *gate = asI1(render(*valid));
-      Value *safeIdx = b.CreateSelect(gate, asI64(render(*idx)), i64(0));
+      Value *safeIdx = b.CreateSelect(gate, asIdx(render(*idx)), idxConst(0));
       Val v = vb.load(ptr, safeIdx, dt);
       out = {b.CreateSelect(gate, v.v, vb.constant(0, dt).v), dt};
     }
@@ -163,7 +266,7 @@ std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Val
   else
     b.CreateBr(head);
   b.SetInsertPoint(head);
-  PHINode *iv = b.CreatePHI(b.getInt64Ty(), 2, name);
+  PHINode *iv = b.CreatePHI(lo->getType(), 2, name);
   iv->addIncoming(lo, pre);
   std::vector<PHINode *> phis;
   std::vector<Value *> cur;
@@ -177,7 +280,8 @@ std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Val
   loadCache.clear();
   std::vector<Value *> next = body(iv, cur);
   loadCache = std::move(savedCache);
-  Value *ivNext = b.CreateAdd(iv, i64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
+  Value *ivNext = b.CreateAdd(iv, ConstantInt::get(lo->getType(), 1), name + ".next", /*HasNUW=*/true,
+                              /*HasNSW=*/true);
   BasicBlock *latch = b.GetInsertBlock();
   b.CreateCondBr(b.CreateICmpSLT(ivNext, hi), head, exit);
   iv->addIncoming(ivNext, latch);
@@ -202,13 +306,13 @@ void KernelEmitter::storeOutput(const std::vector<NodeRef> &idxs, Val v) {
   auto [idx, valid] = k.sts[0].exprIdxs(idxs);
   if (valid->isNum() && valid->num == 0) return;
   if (valid->isNum()) {
-    vb.store(bufPtrs[0], asI64(render(*idx)), v, outDt);
+    vb.store(bufPtrs[0], asIdx(render(*idx)), v, outDt);
     return;
   }
   BasicBlock *then = BasicBlock::Create(ctx, "store", fn), *cont = BasicBlock::Create(ctx, "store.cont", fn);
   b.CreateCondBr(asI1(render(*valid)), then, cont);
   b.SetInsertPoint(then);
-  vb.store(bufPtrs[0], asI64(render(*idx)), v, outDt);
+  vb.store(bufPtrs[0], asIdx(render(*idx)), v, outDt);
   b.CreateBr(cont);
   b.SetInsertPoint(cont);
 }

@@ -24,7 +24,7 @@ std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes
 class KernelEmitter {
 public:
   KernelEmitter(const Kernel &k, llvm::Module &m, MathLowering &math)
-      : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math) {}
+      : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math), idxTy(llvm::Type::getInt64Ty(ctx)) {}
   virtual ~KernelEmitter() = default;
 
 protected:
@@ -41,20 +41,32 @@ protected:
   std::unordered_map<const LazyOp *, size_t> bufIndexOf;
   std::unordered_map<const LazyOp *, DType> dtypeMemo;
   std::map<std::string, Val> loadCache;
+  /// The integer type of index arithmetic: i64 unless a driver narrows it (NVPTX uses i32 when
+  /// every index value fits). Variables in `varValues` must have this type.
+  llvm::IntegerType *idxTy;
+  /// Set when a value rendered with a narrow `idxTy` might not fit it (an unbounded or symbolic
+  /// range, or bounds beyond the type); the driver then lowers again with i64.
+  bool indexMayOverflow = false;
 
   size_t bufIndex(const LazyOp *op);
   DType dtypeOf(const LazyOp &op);
   Value *i64(int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); }
   Value *asI64(Value *v);
   Value *asI1(Value *v);
-  /// Renders a symbolic node: i64 arithmetic, i1 for comparisons and ands.
+  /// An index constant of `idxTy`, and an index value (i1 from a comparison) widened to `idxTy`.
+  Value *idxConst(int64_t v) { return llvm::ConstantInt::getSigned(idxTy, v); }
+  Value *asIdx(Value *v);
+  /// The loadCache key of buffer `bi` at (idx, valid): drivers that load several elements at once
+  /// (vector loads) fill the cache under the keys loadLeaf will look up.
+  static std::string loadKey(size_t bi, const Node &idx, const Node &valid);
+  /// Renders a symbolic node: `idxTy` arithmetic, i1 for comparisons and ands.
   Value *render(const Node &n);
   Value *renderSInt(const SInt &s);
   /// Loads buffer `op` (LOAD or CONST) at per-axis indices, gated by its validity.
   Val loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
   /// Evaluates an AST node at per-axis indices; the reduce node evaluates to `acc`.
   Val eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
-  /// Emits `for iv in [lo, hi)` carrying `carried`; `body` returns their next values. Loads cached
+  /// Emits `for iv in [lo, hi)` (iv of lo's type) carrying `carried`; `body` returns their next values. Loads cached
   /// inside the body do not leak out of it.
   std::vector<Value *> loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,
                             const std::vector<Value *> &carried,
@@ -64,6 +76,10 @@ protected:
   void storeOutput(const std::vector<NodeRef> &idxs, Val v);
   /// Throws CompileError if the module does not verify.
   void verify();
+
+private:
+  /// Records whether every value rendering `n` computes fits a narrow `idxTy` (indexMayOverflow).
+  void noteIndexRange(const Node &n);
 };
 
 } // namespace lazyjit

@@ -61,6 +61,20 @@ Val ValueBuilder::load(Value *ptr, Value *idx, DType dt, bool aligned) {
   Type *mt = memType(dt);
   Value *gep = b.CreateInBoundsGEP(mt, ptr, idx);
   LoadInst *ld = b.CreateAlignedLoad(mt, gep, Align(aligned ? dt.itemsize() : 1));
+  return fromMemory(ld, dt);
+}
+
+std::vector<Val> ValueBuilder::loadVector(Value *ptr, Value *idx, DType dt, unsigned width) {
+  Type *mt = memType(dt);
+  Type *vt = FixedVectorType::get(mt, width);
+  Value *gep = b.CreateInBoundsGEP(mt, ptr, idx);
+  LoadInst *ld = b.CreateAlignedLoad(vt, gep, Align(dt.itemsize() * width));
+  std::vector<Val> out;
+  for (unsigned i = 0; i < width; ++i) out.push_back(fromMemory(b.CreateExtractElement(ld, i), dt));
+  return out;
+}
+
+Val ValueBuilder::fromMemory(Value *ld, DType dt) {
   switch (dt.scalar()) {
   case ScalarType::Bool: return {b.CreateICmpNE(ld, b.getInt8(0)), dt};
   case ScalarType::Float16: return {b.CreateFPExt(ld, b.getFloatTy()), dt};

@@ -35,6 +35,11 @@ public:
 
   /// Loads element `idx` of `ptr` (a buffer of `dt`) into a register value.
   Val load(llvm::Value *ptr, llvm::Value *idx, DType dt, bool aligned = true);
+  /// Loads elements idx..idx+width-1 with one vector load aligned to the whole vector (the caller
+  /// proves the alignment), as register values.
+  std::vector<Val> loadVector(llvm::Value *ptr, llvm::Value *idx, DType dt, unsigned width);
+  /// A value as loaded from memory (memType) turned into its register value.
+  Val fromMemory(llvm::Value *raw, DType dt);
   void store(llvm::Value *ptr, llvm::Value *idx, Val v, DType bufDType);
   Val constant(double v, DType dt);
   /// Converts a value to another dtype. `exact` rounds to the target's values (CAST, STORE);

@@ -8,6 +8,10 @@
 //     vars are the symbolic variables in vars_from_ast order.
 //   int64_t <symbol>_range(const int64_t *vars)
 //     the extent of that outermost loop (the launcher splits it across threads).
+//
+// NVPTX kernels are `ptx_kernel` entry points taking the buffer pointers (16-byte aligned global
+// memory, output first) and then the variables as 64-bit integers, launched with the grid and
+// block of their KernelSignature (docs/gpu.md).
 #pragma once
 
 #include "lazyjit/CodeGen/Kernel.h"
@@ -46,9 +50,11 @@ struct KernelSignature {
   std::vector<NodeRef> vars;
   std::vector<Opt> opts;           ///< optimizations applied
   std::string kernelSummary;       ///< `--emit=kernel` text: full shape, axis kinds, options
-  std::vector<int64_t> globalSize; ///< GPU grid (blocks), innermost first (x, y, z)
+  std::vector<int64_t> globalSize; ///< GPU grid (blocks), innermost first (x, y, z); a symbolic
+                                   ///< dim at its largest value
+  std::vector<SInt> gridDims;      ///< the grid as expressions of `vars` (launches evaluate these)
   std::vector<int64_t> localSize;  ///< GPU block, innermost first
-  int64_t sharedBytes = 0;
+  int64_t sharedBytes = 0;         ///< static shared memory of a group reduce
 };
 
 /// Builds the Kernel for an AST with the target's optimizations (none with `noopt`).

@@ -1,0 +1,99 @@
+// The launch mapping of GPU kernels (see GPULaunch.h).
+#include "GPULaunch.h"
+#include "lazyjit/Support/Error.h"
+
+namespace lazyjit {
+
+namespace {
+
+// Groups axes [from, to) into at most 3 hardware dims, the last group first (it becomes .x).
+std::vector<GPUDim> groupAxes(const Kernel &k, int from, int to) {
+  std::vector<GPUDim> vars;
+  for (int a = from; a < to; ++a) {
+    if (vars.size() < 3) vars.push_back({{a}, k.fullShape()[a]});
+    else {
+      vars.back().axes.push_back(a);
+      vars.back().size = vars.back().size * k.fullShape()[a];
+    }
+  }
+  return std::vector<GPUDim>(vars.rbegin(), vars.rend());
+}
+
+int64_t limitAt(const std::vector<int64_t> &limits, size_t i, int64_t dflt) {
+  return i < limits.size() ? limits[i] : dflt;
+}
+
+bool fits(const std::vector<GPUDim> &dims, const std::vector<int64_t> &limits) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (maxBound(dims[i].size) > limitAt(limits, i, 65535)) return false;
+  return true;
+}
+
+std::string describe(const std::vector<GPUDim> &dims) {
+  std::string s;
+  for (const auto &d : dims) s += (s.empty() ? "" : ", ") + d.size.render();
+  return "[" + s + "]";
+}
+
+} // namespace
+
+int64_t maxBound(const SInt &s) {
+  SInt m = s;
+  while (m.isNode()) m = m.node()->max;
+  return m.asInt();
+}
+
+int64_t sharedElementBytes(DType dt) {
+  if (dt.isBool()) return 1;
+  if (dt == dtypes::float16 || dt == dtypes::bfloat16) return 4;
+  return dt.itemsize();
+}
+
+GPULaunch gpuLaunch(const Kernel &k) {
+  GPULaunch l;
+  int gd = k.globalDims(), fr = k.firstReduce(), ng = static_cast<int>(k.groupForReduce.size());
+  std::vector<int64_t> gmax = k.opts.globalMax, lmax = k.opts.localMax;
+  if (gmax.empty()) gmax = {2147483647, 65535, 65535};
+  if (lmax.empty()) lmax = {1024, 1024, 64};
+
+  l.grid = groupAxes(k, 0, gd);
+  if (!fits(l.grid, gmax) && !l.grid.empty()) {
+    // y or z is too large: put every global axis on x, which allows 2^31-1 blocks
+    GPUDim all{{}, 1};
+    for (int a = 0; a < gd; ++a) {
+      all.axes.push_back(a);
+      all.size = all.size * k.fullShape()[a];
+    }
+    l.grid = {all};
+  }
+  LAZYJIT_USER_CHECK(fits(l.grid, gmax), UnsupportedError,
+                     "codegen: kernel {} needs a grid of {} blocks, more than CUDA allows", k.name(),
+                     describe(l.grid));
+
+  l.block = groupAxes(k, gd, fr + ng);
+  for (const auto &d : l.block) {
+    LAZYJIT_USER_CHECK(d.size.isInt(), UnsupportedError, "codegen: kernel {} has a symbolic block size {}",
+                       k.name(), d.size.render());
+    l.threads *= d.size.asInt();
+  }
+  LAZYJIT_USER_CHECK(fits(l.block, lmax) && l.threads <= kMaxThreadsPerBlock, UnsupportedError,
+                     "codegen: kernel {} needs a block of {} threads ({} in all); CUDA allows at most "
+                     "[{}, {}, {}] and {} in all",
+                     k.name(), describe(l.block), l.threads, lmax[0], limitAt(lmax, 1, 1024),
+                     limitAt(lmax, 2, 64), kMaxThreadsPerBlock);
+
+  if (ng > 0 && k.reduceop) {
+    // one accumulator per thread and per output-upcast element
+    int64_t outs = 1;
+    for (size_t a = k.shapeLen() - k.upcasted; a < k.shapeLen(); ++a)
+      if (pyEq(k.fullShape()[a], k.outputShape()[a])) outs *= k.fullShape()[a].asInt();
+    l.sharedBytes = l.threads * outs * sharedElementBytes(getLazyOpInfo(*k.reduceop).dtype);
+    LAZYJIT_USER_CHECK(l.sharedBytes <= kMaxStaticSharedBytes, UnsupportedError,
+                       "codegen: kernel {} needs {} bytes of shared memory for its group reduce, more "
+                       "than the {} bytes of static shared memory CUDA allows",
+                       k.name(), l.sharedBytes, kMaxStaticSharedBytes);
+  }
+  return l;
+}
+
+} // namespace lazyjit
