@@ -116,10 +116,12 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, int level) {
   mpm.run(m, mam);
 }
 
+bool noOptimizations(const CompileOptions &o) { return o.noopt || config().noopt; }
+
 std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptions &o) {
   size_t h = ast.hash();
   hashCombine(h, std::hash<std::string>{}(t.key()));
-  hashCombine(h, o.noopt);
+  hashCombine(h, noOptimizations(o));
   return fmt::format("lj_{:016x}", static_cast<uint64_t>(h));
 }
 
@@ -202,7 +204,7 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
     ko.localMax = {1024, 1024, 64};
   }
   Kernel k(ast, ko);
-  if (!opts.noopt && !config().noopt) k.handCodedOptimizations();
+  if (!noOptimizations(opts)) k.handCodedOptimizations();
   return k;
 }
 

@@ -136,11 +136,16 @@ private:
   ProgramInfo info_;
 };
 
+// Programs are cached by AST and by whether kernel optimizations were on (NOOPT).
+struct ProgramKey {
+  LazyOpRef ast;
+  bool noopt;
+};
 struct AstHash {
-  size_t operator()(const LazyOpRef &a) const { return a->hash(); }
+  size_t operator()(const ProgramKey &a) const { return a.ast->hash() * 2 + a.noopt; }
 };
 struct AstEq {
-  bool operator()(const LazyOpRef &a, const LazyOpRef &b) const { return *a == *b; }
+  bool operator()(const ProgramKey &a, const ProgramKey &b) const { return a.noopt == b.noopt && *a.ast == *b.ast; }
 };
 
 class CPUDevice : public Device {
@@ -157,7 +162,7 @@ public:
     {
       std::lock_guard lock(mu);
       for (size_t i = 0; i < asts.size(); ++i) {
-        auto it = programs.find(asts[i]);
+        auto it = programs.find({asts[i], config().noopt});
         if (it != programs.end()) {
           out[i] = it->second;
           ++statMemoryHits;
@@ -207,18 +212,18 @@ public:
       auto [entry, range] = JIT::get().add(results[u].object, results[u].sig.symbol);
       auto prg = std::make_shared<CPUProgram>(ast, results[u].sig, entry, range, results[u].seconds,
                                               results[u].fromCache);
-      programs.emplace(ast, prg);
+      programs.emplace(ProgramKey{ast, config().noopt}, prg);
       LAZYJIT_LOG(Runtime, 2, "{} {} in {:.2f} ms", results[u].fromCache ? "loaded" : "compiled",
                   results[u].sig.name, results[u].seconds * 1e3);
     }
-    for (size_t i : todo) out[i] = programs.at(asts[i]);
+    for (size_t i : todo) out[i] = programs.at({asts[i], config().noopt});
     return out;
   }
 
 private:
   TargetSpec target;
   std::mutex mu;
-  std::unordered_map<LazyOpRef, std::shared_ptr<Program>, AstHash, AstEq> programs;
+  std::unordered_map<ProgramKey, std::shared_ptr<Program>, AstHash, AstEq> programs;
 
   std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
     return "lazyjit-cpu-v1\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt || config().noopt) +
