@@ -17,8 +17,8 @@ struct ShapePair {
 // Broadcasting pairs, including 0-d, 0-size, size-1 and odd shapes.
 const std::vector<ShapePair> &broadcastPairs() {
   static const std::vector<ShapePair> p{
-      {{3, 5}, {3, 5}}, {{3, 5}, {5}},    {{3, 1}, {1, 5}}, {{2, 1, 5}, {3, 1}}, {{}, {2, 3}},
-      {{1}, {7}},       {{0, 3}, {3}},    {{5, 0}, {1}},    {{4, 1}, {}},        {{1, 1}, {1, 1}}};
+      {{3, 5}, {3, 5}}, {{3, 5}, {5}}, {{3, 1}, {1, 5}}, {{2, 1, 5}, {3, 1}}, {{}, {2, 3}},
+      {{1}, {7}},       {{0, 3}, {3}}, {{5, 0}, {1}},    {{4, 1}, {}},        {{1, 1}, {1, 1}}};
   return p;
 }
 
@@ -42,7 +42,8 @@ void checkBinary(const TensorFn &op, const HostFn &host, DType dt, const Vals &p
       Vals b = storeAll(Vals(poolB.begin(), poolB.begin() + numelOf(bs)), dt);
       Tensor out = op(makeView(la, a, as, dev, dt), makeView(lb, b, bs, dev, dt));
       expectDType(out, outDt);
-      expectValues(out, broadcastShape(as, bs), storeAll(hostBinary(a, as, b, bs, host), outDt), tol);
+      expectValues(out, broadcastShape(as, bs), storeAll(hostBinary(a, as, b, bs, host), outDt),
+                   tol);
     };
     if (cov != Coverage::Full) {
       if (cov == Coverage::Core) run({3, 5}, {3, 5}, Layout::Flipped, Layout::Contiguous);
@@ -86,15 +87,18 @@ TEST_CASE("Tensor binary: integer add, sub, mul wrap and div truncates toward ze
     // every kernel is compiled by the CPU backend: int32 runs the core cases, the other widths one
     Coverage cov = dt == dtypes::int32 ? Coverage::Core : Coverage::Broadcast;
     checkBinary([](auto &a, auto &b) { return a + b; }, std::plus<>(), dt, ua, ub, exact, dt, cov);
-    checkBinary([](auto &a, auto &b) { return a.sub(b); }, std::minus<>(), dt, ua, ub, exact, dt, cov);
-    checkBinary([](auto &a, auto &b) { return a.mul(b); }, std::multiplies<>(), dt, ua, ub, exact, dt, cov);
+    checkBinary([](auto &a, auto &b) { return a.sub(b); }, std::minus<>(), dt, ua, ub, exact, dt,
+                cov);
+    checkBinary([](auto &a, auto &b) { return a.mul(b); }, std::multiplies<>(), dt, ua, ub, exact,
+                dt, cov);
     // int division truncates toward zero; x / 0 is 0 (pools contain zeros)
     checkBinary([](auto &a, auto &b) { return a / b; }, cTruncDiv, dt, ua, ub, exact, dt, cov);
   }
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     // overflow wraps at the dtype's width
-    expectExact(make({100, -100, 127}, {3}, dev, dtypes::int8) + make({100, -100, 1}, {3}, dev, dtypes::int8),
+    expectExact(make({100, -100, 127}, {3}, dev, dtypes::int8) +
+                    make({100, -100, 1}, {3}, dev, dtypes::int8),
                 {3}, {-56, 56, -128});
     expectExact(make({3, 0}, {2}, dev, dtypes::uint8) - make({5, 1}, {2}, dev, dtypes::uint8), {2},
                 {254, 255});
@@ -105,8 +109,8 @@ TEST_CASE("Tensor binary: integer add, sub, mul wrap and div truncates toward ze
     expectExact(make({-2147483648.0, -7, 7, -7, 7}, {5}, dev, dtypes::int32) /
                     make({-1, 2, -2, -2, 0}, {5}, dev, dtypes::int32),
                 {5}, {-2147483648.0, -3, -3, 3, 0});
-    expectExact(make({7, 200}, {2}, dev, dtypes::uint8) / make({2, 0}, {2}, dev, dtypes::uint8), {2},
-                {3, 0});
+    expectExact(make({7, 200}, {2}, dev, dtypes::uint8) / make({2, 0}, {2}, dev, dtypes::uint8),
+                {2}, {3, 0});
   }
 }
 
@@ -115,7 +119,9 @@ TEST_CASE("Tensor binary: scalars on either side take the tensor's dtype") {
     CAPTURE(dev);
     Vals v{-3, -0.5, 0, 1.5, 4};
     Tensor x = make(v, {5}, dev);
-    auto host = [&](const std::function<double(double)> &f) { return storeAll(hostMap(v, f), dtypes::float32); };
+    auto host = [&](const std::function<double(double)> &f) {
+      return storeAll(hostMap(v, f), dtypes::float32);
+    };
     expectValues(x + 2, {5}, host([](double a) { return a + 2; }));
     expectValues(2.0 + x, {5}, host([](double a) { return 2 + a; }));
     expectValues(x - 2, {5}, host([](double a) { return a - 2; }));
@@ -158,7 +164,17 @@ TEST_CASE("Tensor binary: scalars on either side take the tensor's dtype") {
     // a scalar against an empty tensor
     expectExact(make({}, {0, 2}, dev) + 3, {0, 2}, {});
     // 0-d tensors
-    expectExact(Tensor::scalar(3, {std::nullopt, dev}) * Tensor::scalar(-2, {std::nullopt, dev}), {}, {-6});
+    expectExact(Tensor::scalar(3, {std::nullopt, dev}) * Tensor::scalar(-2, {std::nullopt, dev}),
+                {}, {-6});
+  }
+}
+
+TEST_CASE("Tensor binary: a 0-size dim broadcasts against 1 (the reference fails to expand)") {
+  for (const std::string &dev : devices()) {
+    CAPTURE(dev);
+    expectExact(make({}, {0, 3}, dev) + make({1, 2, 3}, {3}, dev), {0, 3}, {});
+    expectExact(make({4}, {1, 1}, dev) * make({}, {2, 0}, dev), {2, 0}, {});
+    expectExact(make({}, {0}, dev).where(make({1}, {1}, dev), 2), {0}, {});
   }
 }
 
@@ -246,18 +262,22 @@ TEST_CASE("Tensor binary: pow with scalar and tensor exponents and negative base
     }
     // non-contiguous base and exponent broadcast over rows
     Vals m = randVals(12, 9, 0.1, 3);
-    expectValues(makeView(Layout::Flipped, m, {3, 4}, dev).pow(make({1, 2, 0.5}, {3, 1}, dev)), {3, 4},
-                 hostBinary(m, {3, 4}, {1, 2, 0.5}, {3, 1}, [](double a, double b) { return std::pow(a, b); }),
+    expectValues(makeView(Layout::Flipped, m, {3, 4}, dev).pow(make({1, 2, 0.5}, {3, 1}, dev)),
+                 {3, 4},
+                 hostBinary(m, {3, 4}, {1, 2, 0.5}, {3, 1},
+                            [](double a, double b) { return std::pow(a, b); }),
                  {1e-5, 1e-6});
     // float64 keeps double precision through exp/log
-    expectValues(make({1.1, 7}, {2}, dev, dtypes::float64).pow(make({3.3, 0.5}, {2}, dev, dtypes::float64)),
-                 {2}, {std::pow(1.1, 3.3), std::sqrt(7.0)}, {1e-12, 1e-12});
+    expectValues(
+        make({1.1, 7}, {2}, dev, dtypes::float64).pow(make({3.3, 0.5}, {2}, dev, dtypes::float64)),
+        {2}, {std::pow(1.1, 3.3), std::sqrt(7.0)}, {1e-12, 1e-12});
   }
 }
 
 TEST_CASE("Tensor binary: maximum and minimum with broadcasting, scalars and ties") {
   Vals pa = randInts(30, 11, -5, 5), pb = randInts(30, 12, -5, 5);
-  for (DType dt : {dtypes::float32, dtypes::int32, dtypes::float16, dtypes::int8, dtypes::float64}) {
+  for (DType dt :
+       {dtypes::float32, dtypes::int32, dtypes::float16, dtypes::int8, dtypes::float64}) {
     CAPTURE(dt.name());
     auto mx = [](double a, double b) { return std::max(a, b); };
     auto mn = [](double a, double b) { return std::min(a, b); };
@@ -295,8 +315,9 @@ TEST_CASE("Tensor binary: where selects with any condition dtype and broadcasts"
     expectExact(out, {3, 4}, {1, 2, 3, 4, -1, -1, -1, -1, 1, 2, 3, 4});
     expectExact(cond.where(5, -5), {3, 1}, {5, -5, 5});
     // the result dtype is the branches' max dtype; nan conditions count as true
-    Tensor mixed = make({1, 0}, {2}, dev).where(make({1, 2}, {2}, dev, dtypes::int32),
-                                                make({0.5, 0.25}, {2}, dev, dtypes::float64));
+    Tensor mixed = make({1, 0}, {2}, dev)
+                       .where(make({1, 2}, {2}, dev, dtypes::int32),
+                              make({0.5, 0.25}, {2}, dev, dtypes::float64));
     expectDType(mixed, dtypes::float64);
     expectExact(mixed, {2}, {1, 0.25});
     expectExact(make({kNaN, -0.0}, {2}, dev).where(1, 2), {2}, {1, 2});
@@ -322,11 +343,13 @@ TEST_CASE("Tensor binary: comparisons return the inputs' max dtype with 1 for tr
     CAPTURE(std::string(c.name));
     // the other comparisons are built from lt, so only lt runs in every dtype kind
     std::vector<DType> dts{dtypes::float32, dtypes::int32};
-    if (std::string(c.name) == "lt") dts.insert(dts.end(), {dtypes::uint8, dtypes::float16, dtypes::int64, dtypes::float64});
+    if (std::string(c.name) == "lt")
+      dts.insert(dts.end(), {dtypes::uint8, dtypes::float16, dtypes::int64, dtypes::float64});
     for (DType dt : dts) {
       CAPTURE(dt.name());
-      checkBinary(c.op, [&](double a, double b) { return c.host(a, b) ? 1.0 : 0.0; }, dt, pa, pb,
-                  {0, 0}, dt);
+      checkBinary(
+          c.op, [&](double a, double b) { return c.host(a, b) ? 1.0 : 0.0; }, dt, pa, pb, {0, 0},
+          dt);
     }
   }
   for (const std::string &dev : devices()) {
@@ -342,7 +365,8 @@ TEST_CASE("Tensor binary: comparisons return the inputs' max dtype with 1 for tr
     expectExact(make({1, 2, 3}, {3}, dev, dtypes::int32) < 2.5, {3}, {1, 0, 0});
     // Bool operands: lt, gt and ne stay bool; le, ge and eq go through `1.0 - x` and become
     // float32, as in the reference.
-    Tensor a = make({1, 0, 1}, {3}, dev, dtypes::boolean), b = make({0, 0, 1}, {3}, dev, dtypes::boolean);
+    Tensor a = make({1, 0, 1}, {3}, dev, dtypes::boolean),
+           b = make({0, 0, 1}, {3}, dev, dtypes::boolean);
     expectDType(a < b, dtypes::boolean);
     expectExact(a < b, {3}, {0, 0, 0});
     expectExact(a > b, {3}, {1, 0, 0});
@@ -365,13 +389,16 @@ TEST_CASE("Tensor binary: xor of integers and bools, with scalars and broadcasti
   };
   for (DType dt : intDTypes()) {
     CAPTURE(dt.name());
-    checkBinary([](auto &a, auto &b) { return a.xorWith(b); }, hx, dt, pa, pb, {0, 0}, dt, Coverage::Broadcast);
+    checkBinary([](auto &a, auto &b) { return a.xorWith(b); }, hx, dt, pa, pb, {0, 0}, dt,
+                Coverage::Broadcast);
   }
-  checkBinary([](auto &a, auto &b) { return a.xorWith(b); }, [](double a, double b) { return double((a != 0) != (b != 0)); },
-              dtypes::boolean, randInts(30, 43, 0, 1), randInts(30, 44, 0, 1), {0, 0}, dtypes::boolean);
+  checkBinary([](auto &a, auto &b) { return a.xorWith(b); },
+              [](double a, double b) { return double((a != 0) != (b != 0)); }, dtypes::boolean,
+              randInts(30, 43, 0, 1), randInts(30, 44, 0, 1), {0, 0}, dtypes::boolean);
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
-    expectExact(make({0, 15, 240, 255}, {4}, dev, dtypes::uint8).xorWith(255), {4}, {255, 240, 15, 0});
+    expectExact(make({0, 15, 240, 255}, {4}, dev, dtypes::uint8).xorWith(255), {4},
+                {255, 240, 15, 0});
     expectExact(make({-1, 5, -8}, {3}, dev, dtypes::int16).xorWith(3), {3}, {-4, 6, -5});
     expectExact(make({1, 6}, {2}, dev, dtypes::int32).xorWith(12, true), {2}, {13, 10});
   }

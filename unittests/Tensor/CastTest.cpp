@@ -14,10 +14,12 @@ namespace {
 // widths, truncation of fractions and negative values.
 Vals castSource(DType from) {
   if (from.isBool()) return {0, 1, 1, 0};
-  if (from.isUnsigned()) return from.itemsize() == 1 ? Vals{0, 1, 100, 200, 255, 128}
-                                                       : Vals{0, 1, 300, 40000, 65535, 255};
-  if (from.isInt()) return from.itemsize() == 1 ? Vals{0, 1, -1, 100, -100, 127, -128}
-                                                  : Vals{0, -1, 300, -300, 32767, -32768, 129};
+  if (from.isUnsigned())
+    return from.itemsize() == 1 ? Vals{0, 1, 100, 200, 255, 128}
+                                : Vals{0, 1, 300, 40000, 65535, 255};
+  if (from.isInt())
+    return from.itemsize() == 1 ? Vals{0, 1, -1, 100, -100, 127, -128}
+                                : Vals{0, -1, 300, -300, 32767, -32768, 129};
   return {0, 1, -1, 2.5, -2.5, 100.75, -99.9, 0.375};
 }
 
@@ -70,15 +72,18 @@ TEST_CASE("Tensor cast: float to int saturates, nan and inf included") {
         std::vector<int64_t> got = f.cast(to).toVector<int64_t>();
         CHECK(got[0] == int64_t{10000000000});
         CHECK(got[4] == 0);
-        if (to.isUnsigned()) CHECK(f.cast(to).toVector<uint64_t>()[5] == UINT64_MAX);
-        else CHECK(got[5] == INT64_MAX);
+        if (to.isUnsigned())
+          CHECK(f.cast(to).toVector<uint64_t>()[5] == UINT64_MAX);
+        else
+          CHECK(got[5] == INT64_MAX);
         if (!to.isUnsigned()) CHECK(got[6] == INT64_MIN);
         continue;
       }
       expectExact(f.cast(to), {8}, expected);
     }
     // trunc/ceil/floor go through int32 as in the reference, so they saturate beyond its range
-    expectExact(make({3e9, -3e9}, {2}, dev).trunc(), {2}, {2147483648.0, -2147483648.0}); // 2^31-1 in float32
+    expectExact(make({3e9, -3e9}, {2}, dev).trunc(), {2},
+                {2147483648.0, -2147483648.0}); // 2^31-1 in float32
   }
 }
 
@@ -112,7 +117,8 @@ TEST_CASE("Tensor cast: casts of non-contiguous views, 0-d and empty tensors") {
     for (Layout l : allLayouts()) {
       CAPTURE(std::string(layoutName(l)));
       Tensor x = makeView(l, v, {3, 5}, dev);
-      expectExact(x.cast(dtypes::int16), {3, 5}, hostMap(v, [](double a) { return std::trunc(a); }));
+      expectExact(x.cast(dtypes::int16), {3, 5},
+                  hostMap(v, [](double a) { return std::trunc(a); }));
       expectExact(x.cast(dtypes::float16), {3, 5}, storeAll(v, dtypes::float16));
     }
     expectExact(Tensor::scalar(-7.5, {std::nullopt, dev}).cast(dtypes::int8), {}, {-7});
@@ -138,7 +144,8 @@ TEST_CASE("Tensor bitcast: reinterprets the bits between dtypes of one itemsize"
     for (double v : f) bits.push_back(bitsOf(static_cast<float>(v)));
     Tensor x = make(f, {2, 3}, dev);
     expectExact(x.bitcast(dtypes::int32), {2, 3}, bits);
-    expectExact(x.bitcast(dtypes::int32).bitcast(dtypes::float32), {2, 3}, storeAll(f, dtypes::float32));
+    expectExact(x.bitcast(dtypes::int32).bitcast(dtypes::float32), {2, 3},
+                storeAll(f, dtypes::float32));
     // uint32 view of the same bits
     Vals ubits;
     for (double b : bits) ubits.push_back(b < 0 ? b + 0x1p32 : b);
@@ -146,16 +153,24 @@ TEST_CASE("Tensor bitcast: reinterprets the bits between dtypes of one itemsize"
     // a permuted view bitcasts element by element in logical order
     expectExact(makeView(Layout::Permuted, f, {2, 3}, dev).bitcast(dtypes::int32), {2, 3}, bits);
     // int32 -> float32
-    expectExact(make({1065353216, -1073741824}, {2}, dev, dtypes::int32).bitcast(dtypes::float32), {2}, {1, -2});
+    expectExact(make({1065353216, -1073741824}, {2}, dev, dtypes::int32).bitcast(dtypes::float32),
+                {2}, {1, -2});
     // 16-bit: float16 1.0 = 0x3c00, bfloat16 1.0 = 0x3f80, -2.0 = 0xc000
-    expectExact(make({1, -2}, {2}, dev, dtypes::float16).bitcast(dtypes::uint16), {2}, {0x3c00, 0xc000});
-    expectExact(make({1, -2}, {2}, dev, dtypes::bfloat16).bitcast(dtypes::int16), {2}, {0x3f80, -16384});
-    expectExact(make({0x3c00, 0x7c00}, {2}, dev, dtypes::uint16).bitcast(dtypes::float16), {2}, {1, kInf});
+    expectExact(make({1, -2}, {2}, dev, dtypes::float16).bitcast(dtypes::uint16), {2},
+                {0x3c00, 0xc000});
+    expectExact(make({1, -2}, {2}, dev, dtypes::bfloat16).bitcast(dtypes::int16), {2},
+                {0x3f80, -16384});
+    expectExact(make({0x3c00, 0x7c00}, {2}, dev, dtypes::uint16).bitcast(dtypes::float16), {2},
+                {1, kInf});
     // 8-bit and 64-bit
-    expectExact(make({255, 128, 1}, {3}, dev, dtypes::uint8).bitcast(dtypes::int8), {3}, {-1, -128, 1});
-    std::vector<int64_t> d = make({1, -2}, {2}, dev, dtypes::float64).bitcast(dtypes::int64).toVector<int64_t>();
-    CHECK(d == std::vector<int64_t>{0x3ff0000000000000, static_cast<int64_t>(0xc000000000000000ULL)});
-    std::vector<uint64_t> u = make({-1}, {1}, dev, dtypes::int64).bitcast(dtypes::uint64).toVector<uint64_t>();
+    expectExact(make({255, 128, 1}, {3}, dev, dtypes::uint8).bitcast(dtypes::int8), {3},
+                {-1, -128, 1});
+    std::vector<int64_t> d =
+        make({1, -2}, {2}, dev, dtypes::float64).bitcast(dtypes::int64).toVector<int64_t>();
+    CHECK(d ==
+          std::vector<int64_t>{0x3ff0000000000000, static_cast<int64_t>(0xc000000000000000ULL)});
+    std::vector<uint64_t> u =
+        make({-1}, {1}, dev, dtypes::int64).bitcast(dtypes::uint64).toVector<uint64_t>();
     CHECK(u == std::vector<uint64_t>{UINT64_MAX});
   }
 }

@@ -245,8 +245,10 @@ namespace {
 template <typename T> std::vector<T> hostVector(const Vals &v) {
   std::vector<T> out;
   for (double x : v) {
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) out.push_back(T(static_cast<float>(x)));
-    else out.push_back(static_cast<T>(x));
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      out.push_back(T(static_cast<float>(x)));
+    else
+      out.push_back(static_cast<T>(x));
   }
   return out;
 }
@@ -315,18 +317,22 @@ TEST_CASE("Tensor creation: scalars are 0-d constants of the requested dtype") {
     CHECK(Tensor::scalar(0.1, {dtypes::float64, dev}).item<double>() == 0.1);
     CHECK(Tensor::scalar(2, {dtypes::boolean, dev}).item<bool>());
     // a scalar broadcasts against a tensor and keeps its value after reshape
-    expectExact(Tensor::scalar(4, {std::nullopt, dev}).reshape({1, 1}).expand({2, 3}), {2, 3}, Vals(6, 4));
+    expectExact(Tensor::scalar(4, {std::nullopt, dev}).reshape({1, 1}).expand({2, 3}), {2, 3},
+                Vals(6, 4));
   }
 }
 
-TEST_CASE("Tensor data: host conversions wrap integers like constants and saturate floats like casts") {
+TEST_CASE(
+    "Tensor data: host conversions wrap integers like constants and saturate floats like casts") {
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     // fromValues converts as Tensor(v, dtype) does: integers wrap, fractions truncate
     expectExact(make({-1, 256, 3.7, -3.7}, {4}, dev, dtypes::uint8), {4}, {255, 0, 3, 253});
     expectExact(make({128, -129, 1e3}, {3}, dev, dtypes::int8), {3}, {-128, 127, -24});
-    expectExact(make({kNaN, kInf, -kInf}, {3}, dev, dtypes::int32), {3}, {0, 2147483647.0, -2147483648.0});
-    CHECK(Tensor::fromValues({-1}, {1}, {dtypes::uint64, dev}).toVector<uint64_t>()[0] == UINT64_MAX);
+    expectExact(make({kNaN, kInf, -kInf}, {3}, dev, dtypes::int32), {3},
+                {0, 2147483647.0, -2147483648.0});
+    CHECK(Tensor::fromValues({-1}, {1}, {dtypes::uint64, dev}).toVector<uint64_t>()[0] ==
+          UINT64_MAX);
     // reading floats back as integers truncates and saturates, nan reads as 0
     Tensor f = make({1e10, -1e10, kNaN, -2.9, 2.9}, {5}, dev);
     CHECK(f.toVector<int32_t>() == std::vector<int32_t>{INT32_MAX, INT32_MIN, 0, -2, 2});
@@ -358,9 +364,9 @@ TEST_CASE("Tensor data: assign, realize, corealize and sequential") {
     CHECK(z.lazydata()->isRealized());
     expectExact(y, {2}, {2, 3});
     expectExact(z, {2}, {3, 6});
-    std::vector<std::function<Tensor(const Tensor &)>> layers{[](const Tensor &t) { return t + 1; },
-                                                              [](const Tensor &t) { return t.relu(); },
-                                                              [](const Tensor &t) { return t * 2; }};
+    std::vector<std::function<Tensor(const Tensor &)>> layers{
+        [](const Tensor &t) { return t + 1; }, [](const Tensor &t) { return t.relu(); },
+        [](const Tensor &t) { return t * 2; }};
     expectExact(make({-3, 1}, {2}, dev).sequential(layers), {2}, {0, 4});
   }
 }

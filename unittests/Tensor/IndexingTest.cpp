@@ -1,5 +1,5 @@
-// Indexing: getitem with ints, slices with positive and negative steps, newAxis and ellipsis, and an
-// integer index tensor; gather. Expected values are numpy's (golden/gen_golden.py).
+// Indexing: getitem with ints, slices with positive and negative steps, newAxis and ellipsis, and
+// an integer index tensor; gather. Expected values are numpy's (golden/gen_golden.py).
 #include "TensorTestUtil.h"
 #include "golden/TensorGolden.h"
 
@@ -31,7 +31,9 @@ TEST_CASE("Tensor indexing: getitem matches numpy basic indexing") {
     expectExact(v.getitem({Index::range(3, 0, -1)}), {3}, {13, 12, 11});
     expectExact(v.getitem({Index::newAxis(), Index::range(1, 3)}), {1, 2}, {11, 12});
     // a 0-d tensor with an ellipsis and a new axis
-    expectExact(Tensor::scalar(5, {std::nullopt, dev}).getitem({Index::ellipsis(), Index::newAxis()}), {1}, {5});
+    expectExact(
+        Tensor::scalar(5, {std::nullopt, dev}).getitem({Index::ellipsis(), Index::newAxis()}), {1},
+        {5});
   }
 }
 
@@ -58,7 +60,8 @@ TEST_CASE("Tensor indexing: gather along every dim with smaller index tensors") 
     for (const golden::GatherCase &c : golden::kGatherCases) {
       CAPTURE(c.dim);
       CAPTURE(fmtInts(c.idxShape));
-      expectExact(x.gather(make(c.idx, c.idxShape, dev, dtypes::int32), c.dim), c.idxShape, c.values);
+      expectExact(x.gather(make(c.idx, c.idxShape, dev, dtypes::int32), c.dim), c.idxShape,
+                  c.values);
     }
     // torch's doc example: gather(t, 1, [[0, 0], [1, 0]]) of [[1, 2], [3, 4]]
     Tensor t = make({1, 2, 3, 4}, {2, 2}, dev);

@@ -37,11 +37,11 @@ std::pair<Vals, Ints> hostMatmul(const Vals &a, Ints as, const Vals &b, Ints bs)
 }
 
 struct ConvSpec {
-  Ints x, w;        // (n, cin, h, w) and (cout, cin/groups, kh, kw)
+  Ints x, w; // (n, cin, h, w) and (cout, cin/groups, kh, kw)
   bool bias = false;
   int64_t groups = 1;
   Ints stride{1}, dilation{1};
-  Ints padding{0};  // 1 value, (pH, pW), or (left, right, top, bottom)
+  Ints padding{0}; // 1 value, (pH, pW), or (left, right, top, bottom)
 };
 
 Ints pair2(const Ints &v) { return v.size() == 1 ? Ints{v[0], v[0]} : v; }
@@ -52,9 +52,17 @@ std::pair<Vals, Ints> hostConv2d(const ConvSpec &s, const Vals &x, const Vals &w
   int64_t cout = s.w[0], cing = s.w[1], kh = s.w[2], kw = s.w[3];
   Ints st = pair2(s.stride), dl = pair2(s.dilation);
   int64_t pl, pr, pt, pb;
-  if (s.padding.size() == 1) pl = pr = pt = pb = s.padding[0];
-  else if (s.padding.size() == 2) { pt = pb = s.padding[0]; pl = pr = s.padding[1]; }
-  else { pl = s.padding[0]; pr = s.padding[1]; pt = s.padding[2]; pb = s.padding[3]; }
+  if (s.padding.size() == 1)
+    pl = pr = pt = pb = s.padding[0];
+  else if (s.padding.size() == 2) {
+    pt = pb = s.padding[0];
+    pl = pr = s.padding[1];
+  } else {
+    pl = s.padding[0];
+    pr = s.padding[1];
+    pt = s.padding[2];
+    pb = s.padding[3];
+  }
   int64_t oh = (h + pt + pb - dl[0] * (kh - 1) - 1) / st[0] + 1;
   int64_t ow = (wd + pl + pr - dl[1] * (kw - 1) - 1) / st[1] + 1;
   int64_t coutg = cout / s.groups;
@@ -70,7 +78,8 @@ std::pair<Vals, Ints> hostConv2d(const ConvSpec &s, const Vals &x, const Vals &w
               for (int64_t kx = 0; kx < kw; ++kx) {
                 int64_t iy = oy * st[0] - pt + ky * dl[0], ix = ox * st[1] - pl + kx * dl[1];
                 if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-                acc += x[((bi * cin + g * cing + ic) * h + iy) * wd + ix] * w[((co * cing + ic) * kh + ky) * kw + kx];
+                acc += x[((bi * cin + g * cing + ic) * h + iy) * wd + ix] *
+                       w[((co * cing + ic) * kh + ky) * kw + kx];
               }
           out[((bi * cout + co) * oh + oy) * ow + ox] = acc;
         }
@@ -79,9 +88,11 @@ std::pair<Vals, Ints> hostConv2d(const ConvSpec &s, const Vals &x, const Vals &w
 }
 
 // avg or max over kh x kw windows of the last two dims (no padding, floor output size).
-std::pair<Vals, Ints> hostPool(const Vals &x, const Ints &shape, Ints k, Ints st, Ints dl, bool max) {
+std::pair<Vals, Ints> hostPool(const Vals &x, const Ints &shape, Ints k, Ints st, Ints dl,
+                               bool max) {
   int64_t h = shape[shape.size() - 2], w = shape.back(), outer = numelOf(shape) / (h * w);
-  int64_t oh = (h - dl[0] * (k[0] - 1) - 1) / st[0] + 1, ow = (w - dl[1] * (k[1] - 1) - 1) / st[1] + 1;
+  int64_t oh = (h - dl[0] * (k[0] - 1) - 1) / st[0] + 1,
+          ow = (w - dl[1] * (k[1] - 1) - 1) / st[1] + 1;
   Vals out;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t oy = 0; oy < oh; ++oy)
@@ -115,7 +126,8 @@ TEST_CASE("Tensor matmul: 1-d, 2-d, batched and broadcast operands") {
     for (const Case &c : cases) {
       CAPTURE(fmtInts(c.a));
       CAPTURE(fmtInts(c.b));
-      Vals a = randVals(static_cast<size_t>(numelOf(c.a)), 201), b = randVals(static_cast<size_t>(numelOf(c.b)), 202);
+      Vals a = randVals(static_cast<size_t>(numelOf(c.a)), 201),
+           b = randVals(static_cast<size_t>(numelOf(c.b)), 202);
       auto [ev, es] = hostMatmul(a, c.a, b, c.b);
       expectValues(make(a, c.a, dev).matmul(make(b, c.b, dev)), es, ev, {1e-5, 1e-5});
       expectValues(make(a, c.a, dev).dot(make(b, c.b, dev)), es, ev, {1e-5, 1e-5});
@@ -124,8 +136,10 @@ TEST_CASE("Tensor matmul: 1-d, 2-d, batched and broadcast operands") {
     Vals a = randVals(15, 203), w = randVals(20, 204);
     auto [ev, es] = hostMatmul(a, {3, 5}, hostPermute(w, {4, 5}, {1, 0}), {5, 4});
     expectValues(make(a, {3, 5}, dev).matmul(make(w, {4, 5}, dev).T()), es, ev, {1e-5, 1e-5});
-    expectValues(makeView(Layout::Flipped, a, {3, 5}, dev).matmul(makeView(Layout::Permuted, hostPermute(w, {4, 5}, {1, 0}), {5, 4}, dev)),
-                 es, ev, {1e-5, 1e-5});
+    expectValues(
+        makeView(Layout::Flipped, a, {3, 5}, dev)
+            .matmul(makeView(Layout::Permuted, hostPermute(w, {4, 5}, {1, 0}), {5, 4}, dev)),
+        es, ev, {1e-5, 1e-5});
     // integer and float64 matmuls are exact / double precise
     Vals ia = randInts(6, 205, -5, 5), ib = randInts(6, 206, -5, 5);
     auto [iv, is] = hostMatmul(ia, {2, 3}, ib, {3, 2});
@@ -133,13 +147,16 @@ TEST_CASE("Tensor matmul: 1-d, 2-d, batched and broadcast operands") {
     expectDType(ir, dtypes::int32);
     expectExact(ir, is, iv);
     auto [dv, ds] = hostMatmul(a, {3, 5}, hostPermute(w, {4, 5}, {1, 0}), {5, 4});
-    expectValues(make(a, {3, 5}, dev, dtypes::float64).matmul(make(w, {4, 5}, dev, dtypes::float64).T()), ds, dv,
-                 {1e-12, 1e-12});
+    expectValues(
+        make(a, {3, 5}, dev, dtypes::float64).matmul(make(w, {4, 5}, dev, dtypes::float64).T()), ds,
+        dv, {1e-12, 1e-12});
     // float16 accumulates in float32 and rounds once
-    Vals ha = storeAll(randVals(8, 207), dtypes::float16), hb = storeAll(randVals(8, 208), dtypes::float16);
+    Vals ha = storeAll(randVals(8, 207), dtypes::float16),
+         hb = storeAll(randVals(8, 208), dtypes::float16);
     auto [hv, hs] = hostMatmul(ha, {2, 4}, hb, {4, 2});
-    expectValues(make(ha, {2, 4}, dev, dtypes::float16).matmul(make(hb, {4, 2}, dev, dtypes::float16)), hs,
-                 storeAll(hv, dtypes::float16), {2e-3, 2e-3});
+    expectValues(
+        make(ha, {2, 4}, dev, dtypes::float16).matmul(make(hb, {4, 2}, dev, dtypes::float16)), hs,
+        storeAll(hv, dtypes::float16), {2e-3, 2e-3});
     // a longer reduction
     Vals la = randVals(300, 209), lb = randVals(300, 210);
     auto [lv, ls] = hostMatmul(la, {300}, lb, {300});
@@ -153,11 +170,13 @@ TEST_CASE("Tensor linear: x @ w + b with 2-d and 1-d weights") {
     Vals x = randVals(24, 211), w = randVals(20, 212), b = randVals(5, 213);
     auto [mv, ms] = hostMatmul(x, {2, 3, 4}, w, {4, 5});
     Vals withBias = hostBinary(mv, ms, b, {5}, std::plus<>());
-    expectValues(make(x, {2, 3, 4}, dev).linear(make(w, {4, 5}, dev), make(b, {5}, dev)), ms, withBias, {1e-5, 1e-5});
+    expectValues(make(x, {2, 3, 4}, dev).linear(make(w, {4, 5}, dev), make(b, {5}, dev)), ms,
+                 withBias, {1e-5, 1e-5});
     expectValues(make(x, {2, 3, 4}, dev).linear(make(w, {4, 5}, dev)), ms, mv, {1e-5, 1e-5});
     // a 1-d weight scales elementwise
     Vals w1 = randVals(4, 214);
-    expectValues(make(x, {2, 3, 4}, dev).linear(make(w1, {4}, dev), make(b, {5}, dev).getitem({Index::range(0, 4)})),
+    expectValues(make(x, {2, 3, 4}, dev)
+                     .linear(make(w1, {4}, dev), make(b, {5}, dev).getitem({Index::range(0, 4)})),
                  {2, 3, 4},
                  hostBinary(hostBinary(x, {2, 3, 4}, w1, {4}, std::multiplies<>()), {2, 3, 4},
                             Vals(b.begin(), b.begin() + 4), {4}, std::plus<>()),
@@ -181,46 +200,54 @@ TEST_CASE("Tensor conv2d: stride, padding forms, dilation, groups, bias and 1-d"
     for (size_t i = 0; i < specs.size(); ++i) {
       const ConvSpec &s = specs[i];
       CAPTURE(i);
-      Vals x = randVals(static_cast<size_t>(numelOf(s.x)), 300 + i), w = randVals(static_cast<size_t>(numelOf(s.w)), 400 + i);
+      Vals x = randVals(static_cast<size_t>(numelOf(s.x)), 300 + i),
+           w = randVals(static_cast<size_t>(numelOf(s.w)), 400 + i);
       Vals b = randVals(static_cast<size_t>(s.w[0]), 500 + i);
       auto [ev, es] = hostConv2d(s, x, w, b);
       std::optional<Tensor> bias;
       if (s.bias) bias = make(b, {s.w[0]}, dev);
-      Tensor out = make(x, s.x, dev).conv2d(make(w, s.w, dev), bias, s.groups, s.stride, s.dilation, s.padding);
+      Tensor out = make(x, s.x, dev)
+                       .conv2d(make(w, s.w, dev), bias, s.groups, s.stride, s.dilation, s.padding);
       expectValues(out, es, ev, {1e-5, 1e-5});
     }
     // non-contiguous input and weight
     const ConvSpec &s = specs[1];
-    Vals x = randVals(static_cast<size_t>(numelOf(s.x)), 301), w = randVals(static_cast<size_t>(numelOf(s.w)), 401);
+    Vals x = randVals(static_cast<size_t>(numelOf(s.x)), 301),
+         w = randVals(static_cast<size_t>(numelOf(s.w)), 401);
     Vals b = randVals(4, 501);
     auto [ev, es] = hostConv2d(s, x, w, b);
     expectValues(makeView(Layout::Permuted, x, s.x, dev)
-                     .conv2d(makeView(Layout::Flipped, w, s.w, dev), make(b, {4}, dev), 1, s.stride, s.dilation, s.padding),
+                     .conv2d(makeView(Layout::Flipped, w, s.w, dev), make(b, {4}, dev), 1, s.stride,
+                             s.dilation, s.padding),
                  es, ev, {1e-5, 1e-5});
     // exact integer convolution
     ConvSpec si{{1, 2, 4, 4}, {2, 2, 2, 2}, false, 1, {1}, {1}, {1}};
     Vals ix = randInts(32, 601, -3, 3), iw = randInts(16, 602, -2, 2);
     auto [iv, is] = hostConv2d(si, ix, iw, {});
-    expectExact(make(ix, si.x, dev, dtypes::int32).conv2d(make(iw, si.w, dev, dtypes::int32), std::nullopt, 1, {1}, {1}, {1}),
+    expectExact(make(ix, si.x, dev, dtypes::int32)
+                    .conv2d(make(iw, si.w, dev, dtypes::int32), std::nullopt, 1, {1}, {1}, {1}),
                 is, iv);
     // a 1-d convolution: (n, cin, L) with (cout, cin, k) is the 2-d case with h = 1
     ConvSpec s1{{1, 2, 1, 7}, {3, 2, 1, 3}, true, 1, {1, 2}, {1}, {0, 0, 0, 0}};
     Vals x1 = randVals(14, 603), w1 = randVals(18, 604), b1 = randVals(3, 605);
     auto [v1, sh1] = hostConv2d(s1, x1, w1, b1);
-    expectValues(make(x1, {1, 2, 7}, dev).conv2d(make(w1, {3, 2, 3}, dev), make(b1, {3}, dev), 1, {2}), {1, 3, 3}, v1,
-                 {1e-5, 1e-5});
+    expectValues(
+        make(x1, {1, 2, 7}, dev).conv2d(make(w1, {3, 2, 3}, dev), make(b1, {3}, dev), 1, {2}),
+        {1, 3, 3}, v1, {1e-5, 1e-5});
   }
 }
 
-TEST_CASE("Tensor convTranspose2d: stride, padding, output padding, dilation, groups (numpy golden)") {
+TEST_CASE(
+    "Tensor convTranspose2d: stride, padding, output padding, dilation, groups (numpy golden)") {
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     for (const golden::ConvTransposeCase &c : golden::kConvTransposeCases) {
       CAPTURE(std::string(c.name));
       std::optional<Tensor> bias;
       if (c.hasBias) bias = make(c.bias, {static_cast<int64_t>(c.bias.size())}, dev);
-      Tensor out = make(c.x, c.xShape, dev).convTranspose2d(make(c.w, c.wShape, dev), bias, c.groups, c.stride,
-                                                            c.dilation, c.padding, c.outputPadding);
+      Tensor out = make(c.x, c.xShape, dev)
+                       .convTranspose2d(make(c.w, c.wShape, dev), bias, c.groups, c.stride,
+                                        c.dilation, c.padding, c.outputPadding);
       expectValues(out, c.outShape, c.out, {1e-5, 1e-5});
     }
   }
@@ -232,12 +259,10 @@ TEST_CASE("Tensor pooling: avgPool2d and maxPool2d with kernel, stride and dilat
     std::optional<Ints> stride;
     Ints dilation;
   };
-  const std::vector<Case> cases{{{1, 2, 5, 6}, {2, 2}, std::nullopt, {1}},
-                                {{1, 1, 5, 5}, {3, 3}, Ints{1, 1}, {1}},
-                                {{2, 6, 7}, {2, 3}, Ints{1, 2}, {1}},
-                                {{1, 1, 7, 7}, {2, 2}, Ints{1, 1}, {2}},
-                                {{1, 1, 4, 4}, {4, 4}, std::nullopt, {1}},
-                                {{1, 3, 3}, {1, 1}, std::nullopt, {1}}};
+  const std::vector<Case> cases{
+      {{1, 2, 5, 6}, {2, 2}, std::nullopt, {1}}, {{1, 1, 5, 5}, {3, 3}, Ints{1, 1}, {1}},
+      {{2, 6, 7}, {2, 3}, Ints{1, 2}, {1}},      {{1, 1, 7, 7}, {2, 2}, Ints{1, 1}, {2}},
+      {{1, 1, 4, 4}, {4, 4}, std::nullopt, {1}}, {{1, 3, 3}, {1, 1}, std::nullopt, {1}}};
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     for (size_t i = 0; i < cases.size(); ++i) {

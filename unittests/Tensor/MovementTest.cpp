@@ -28,20 +28,25 @@ Vals hostMove(const Vals &in, const Ints &inShape, const Ints &outShape,
   return out;
 }
 
-Vals hostPad(const Vals &in, const Ints &shape, const std::vector<std::pair<int64_t, int64_t>> &pads, double fill) {
+Vals hostPad(const Vals &in, const Ints &shape,
+             const std::vector<std::pair<int64_t, int64_t>> &pads, double fill) {
   Ints os;
   for (size_t d = 0; d < shape.size(); ++d) os.push_back(shape[d] + pads[d].first + pads[d].second);
-  return hostMove(in, shape, os, [&](const Ints &o) -> std::optional<Ints> {
-    Ints s(o.size());
-    for (size_t d = 0; d < o.size(); ++d) {
-      s[d] = o[d] - pads[d].first;
-      if (s[d] < 0 || s[d] >= shape[d]) return std::nullopt;
-    }
-    return s;
-  }, fill);
+  return hostMove(
+      in, shape, os,
+      [&](const Ints &o) -> std::optional<Ints> {
+        Ints s(o.size());
+        for (size_t d = 0; d < o.size(); ++d) {
+          s[d] = o[d] - pads[d].first;
+          if (s[d] < 0 || s[d] >= shape[d]) return std::nullopt;
+        }
+        return s;
+      },
+      fill);
 }
 
-Vals hostShrink(const Vals &in, const Ints &shape, const std::vector<std::pair<int64_t, int64_t>> &b) {
+Vals hostShrink(const Vals &in, const Ints &shape,
+                const std::vector<std::pair<int64_t, int64_t>> &b) {
   Ints os;
   for (const auto &[lo, hi] : b) os.push_back(hi - lo);
   return hostMove(in, shape, os, [&](const Ints &o) -> std::optional<Ints> {
@@ -136,7 +141,8 @@ TEST_CASE("Tensor movement: expand size-1 dims, -1 keeps a dim") {
     expectExact(make({1, 2}, {1, 1, 2}, dev, dtypes::int8).expand({2, 2, -1}), {2, 2, 2},
                 {1, 2, 1, 2, 1, 2, 1, 2});
     // expand a sliced view, then reduce it
-    expectExact(makeView(Layout::Sliced, {4, 5}, {2, 1}, dev).expand({2, 3}).sum(Ints{1}), {2}, {12, 15});
+    expectExact(makeView(Layout::Sliced, {4, 5}, {2, 1}, dev).expand({2, 3}).sum(Ints{1}), {2},
+                {12, 15});
   }
 }
 
@@ -145,19 +151,24 @@ TEST_CASE("Tensor movement: pad with values, shrink, slice and pad2d") {
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     Tensor x = make(v, {2, 3}, dev);
-    expectExact(x.pad({SIntPair(1, 2), SIntPair(0, 1)}), {5, 4}, hostPad(v, {2, 3}, {{1, 2}, {0, 1}}, 0));
-    expectExact(x.pad({SIntPair(0, 0), SIntPair(2, 0)}, -1.5), {2, 5}, hostPad(v, {2, 3}, {{0, 0}, {2, 0}}, -1.5));
-    expectExact(x.pad({std::nullopt, SIntPair(1, 1)}, 9), {2, 5}, hostPad(v, {2, 3}, {{0, 0}, {1, 1}}, 9));
+    expectExact(x.pad({SIntPair(1, 2), SIntPair(0, 1)}), {5, 4},
+                hostPad(v, {2, 3}, {{1, 2}, {0, 1}}, 0));
+    expectExact(x.pad({SIntPair(0, 0), SIntPair(2, 0)}, -1.5), {2, 5},
+                hostPad(v, {2, 3}, {{0, 0}, {2, 0}}, -1.5));
+    expectExact(x.pad({std::nullopt, SIntPair(1, 1)}, 9), {2, 5},
+                hostPad(v, {2, 3}, {{0, 0}, {1, 1}}, 9));
     expectExact(x.pad({SIntPair(0, 0), SIntPair(0, 0)}, 9), {2, 3}, v);
     expectExact(make({}, {0, 2}, dev).pad({SIntPair(1, 1), std::nullopt}, 4), {2, 2}, Vals(4, 4));
     expectExact(make({1, 2}, {2}, dev, dtypes::int32).pad({SIntPair(1, 0)}, -7), {3}, {-7, 1, 2});
-    expectExact(makeView(Layout::Permuted, v, {2, 3}, dev).pad({SIntPair(1, 0), SIntPair(0, 1)}, 3), {3, 4},
-                hostPad(v, {2, 3}, {{1, 0}, {0, 1}}, 3));
+    expectExact(makeView(Layout::Permuted, v, {2, 3}, dev).pad({SIntPair(1, 0), SIntPair(0, 1)}, 3),
+                {3, 4}, hostPad(v, {2, 3}, {{1, 0}, {0, 1}}, 3));
     // shrink
-    expectExact(x.shrink({SIntPair(0, 1), SIntPair(1, 3)}), {1, 2}, hostShrink(v, {2, 3}, {{0, 1}, {1, 3}}));
+    expectExact(x.shrink({SIntPair(0, 1), SIntPair(1, 3)}), {1, 2},
+                hostShrink(v, {2, 3}, {{0, 1}, {1, 3}}));
     expectExact(x.shrink({std::nullopt, SIntPair(2, 3)}), {2, 1}, {3, 6});
     expectExact(x.shrink({SIntPair(1, 1), std::nullopt}), {0, 3}, {});
-    expectExact(makeView(Layout::Flipped, v, {2, 3}, dev).shrink({SIntPair(1, 2), SIntPair(0, 2)}), {1, 2}, {4, 5});
+    expectExact(makeView(Layout::Flipped, v, {2, 3}, dev).shrink({SIntPair(1, 2), SIntPair(0, 2)}),
+                {1, 2}, {4, 5});
     // slice pads out-of-range bounds with the value
     expectExact(x.slice({SIntPair(-1, 2), SIntPair(1, 5)}, 8), {3, 4},
                 {8, 8, 8, 8, 2, 3, 8, 8, 5, 6, 8, 8});
@@ -165,8 +176,10 @@ TEST_CASE("Tensor movement: pad with values, shrink, slice and pad2d") {
     Vals img = iotaVals(12);
     Tensor im = make(img, {1, 3, 4}, dev);
     expectExact(im.pad2d({1, 2}), {1, 3, 7}, hostPad(img, {1, 3, 4}, {{0, 0}, {0, 0}, {1, 2}}, 0));
-    expectExact(im.pad2d({1, 0, 2, 1}, -1), {1, 6, 5}, hostPad(img, {1, 3, 4}, {{0, 0}, {2, 1}, {1, 0}}, -1));
-    expectExact(im.pad2d({-1, -1, 0, -1}), {1, 2, 2}, hostShrink(img, {1, 3, 4}, {{0, 1}, {0, 2}, {1, 3}}));
+    expectExact(im.pad2d({1, 0, 2, 1}, -1), {1, 6, 5},
+                hostPad(img, {1, 3, 4}, {{0, 0}, {2, 1}, {1, 0}}, -1));
+    expectExact(im.pad2d({-1, -1, 0, -1}), {1, 2, 2},
+                hostShrink(img, {1, 3, 4}, {{0, 1}, {0, 2}, {1, 3}}));
   }
 }
 
@@ -180,7 +193,8 @@ TEST_CASE("Tensor movement: flip along single, multiple and negative axes") {
     expectExact(x.flip({0, 2}), {2, 3, 5}, hostFlip(v, {2, 3, 5}, {0, 2}));
     expectExact(x.flip({}), {2, 3, 5}, v);
     expectExact(x.flip({1}).flip({1}), {2, 3, 5}, v);
-    expectExact(makeView(Layout::Permuted, v, {2, 3, 5}, dev).flip({1}), {2, 3, 5}, hostFlip(v, {2, 3, 5}, {1}));
+    expectExact(makeView(Layout::Permuted, v, {2, 3, 5}, dev).flip({1}), {2, 3, 5},
+                hostFlip(v, {2, 3, 5}, {1}));
     expectExact(make({1, 2, 3}, {3}, dev, dtypes::uint8).flip({0}), {3}, {3, 2, 1});
   }
 }
@@ -221,22 +235,26 @@ TEST_CASE("Tensor movement: cat, stack, repeat and chunk") {
     Vals d = iotaVals(9, 50);
     expectExact(ta.cat({make(d, {3, 3}, dev)}), {5, 3}, hostCat({a, d}, {{2, 3}, {3, 3}}, 0));
     expectExact(ta.cat({make({}, {0, 3}, dev)}), {2, 3}, a);
-    expectExact(makeView(Layout::Permuted, a, {2, 3}, dev).cat({makeView(Layout::Sliced, a, {2, 3}, dev)}, 0),
+    expectExact(makeView(Layout::Permuted, a, {2, 3}, dev)
+                    .cat({makeView(Layout::Sliced, a, {2, 3}, dev)}, 0),
                 {4, 3}, hostCat({a, a}, {{2, 3}, {2, 3}}, 0));
-    expectExact(make({1, 2}, {2}, dev, dtypes::int32).cat({make({3}, {1}, dev, dtypes::int32)}), {3}, {1, 2, 3});
+    expectExact(make({1, 2}, {2}, dev, dtypes::int32).cat({make({3}, {1}, dev, dtypes::int32)}),
+                {3}, {1, 2, 3});
     // stack
     Tensor s1 = make({1, 2, 3}, {3}, dev), s2 = make({4, 5, 6}, {3}, dev);
     expectExact(Tensor::stack({s1, s2}), {2, 3}, {1, 2, 3, 4, 5, 6});
     expectExact(Tensor::stack({s1, s2}, 1), {3, 2}, {1, 4, 2, 5, 3, 6});
     expectExact(Tensor::stack({s1, s2, s1}, -1), {3, 3}, {1, 4, 1, 2, 5, 2, 3, 6, 3});
-    expectExact(Tensor::stack({Tensor::scalar(1, {std::nullopt, dev}), Tensor::scalar(2, {std::nullopt, dev})}),
+    expectExact(Tensor::stack({Tensor::scalar(1, {std::nullopt, dev}),
+                               Tensor::scalar(2, {std::nullopt, dev})}),
                 {2}, {1, 2});
     // repeat
     Vals r = {1, 2, 3, 4, 5, 6};
     Tensor tr = make(r, {2, 3}, dev);
     expectExact(tr.repeat({2, 1}), {4, 3}, hostCat({r, r}, {{2, 3}, {2, 3}}, 0));
     expectExact(tr.repeat({1, 2}), {2, 6}, hostCat({r, r}, {{2, 3}, {2, 3}}, 1));
-    expectExact(make({1, 2}, {2}, dev).repeat({2, 3}), {2, 6}, {1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2});
+    expectExact(make({1, 2}, {2}, dev).repeat({2, 3}), {2, 6},
+                {1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2});
     expectExact(tr.repeat({0, 1}), {0, 3}, {});
     expectExact(tr.T().repeat({1, 2}), {3, 4}, {1, 4, 1, 4, 2, 5, 2, 5, 3, 6, 3, 6});
     // chunk: ceil(7 / 3) = 3 rows per chunk, the last one shorter

@@ -1,9 +1,9 @@
 // Functional nn ops and layers: layernorm, batchnorm, scaled dot-product attention (masks, causal),
 // triu/tril, einsum (numpy golden), the cross-entropy losses, dropout, and nn::Linear, Conv2d,
 // BatchNorm2d (eval and training) and LayerNorm forward passes.
+#include "lazyjit/Tensor/NN.h"
 #include "TensorTestUtil.h"
 #include "golden/TensorGolden.h"
-#include "lazyjit/Tensor/NN.h"
 
 using namespace lazyjit;
 using namespace lazyjit::testing;
@@ -25,8 +25,8 @@ Vals hostLayernorm(const Vals &x, int64_t inner, double eps) {
 }
 
 // softmax(q k^T / sqrt(d) + mask) v for (b, lq, d) x (b, lk, d) x (b, lk, dv).
-Vals hostAttention(const Vals &q, const Vals &k, const Vals &v, int64_t b, int64_t lq, int64_t lk, int64_t d,
-                   int64_t dv, const std::function<double(int64_t, int64_t)> &mask) {
+Vals hostAttention(const Vals &q, const Vals &k, const Vals &v, int64_t b, int64_t lq, int64_t lk,
+                   int64_t d, int64_t dv, const std::function<double(int64_t, int64_t)> &mask) {
   Vals out(static_cast<size_t>(b * lq * dv), 0);
   for (int64_t n = 0; n < b; ++n)
     for (int64_t i = 0; i < lq; ++i) {
@@ -41,7 +41,8 @@ Vals hostAttention(const Vals &q, const Vals &k, const Vals &v, int64_t b, int64
       double sum = 0;
       for (auto &e : s) sum += (e = std::exp(e - mx));
       for (int64_t j = 0; j < lk; ++j)
-        for (int64_t t = 0; t < dv; ++t) out[(n * lq + i) * dv + t] += s[j] / sum * v[(n * lk + j) * dv + t];
+        for (int64_t t = 0; t < dv; ++t)
+          out[(n * lq + i) * dv + t] += s[j] / sum * v[(n * lk + j) * dv + t];
     }
   return out;
 }
@@ -52,9 +53,12 @@ TEST_CASE("Tensor nn: layernorm over the last one and two axes") {
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     Vals x = randVals(30, 801, -3, 3);
-    expectValues(make(x, {2, 3, 5}, dev).layernorm(), {2, 3, 5}, hostLayernorm(x, 5, 1e-5), {1e-4, 1e-5});
-    expectValues(make(x, {2, 3, 5}, dev).layernorm({-2, -1}, 1e-3), {2, 3, 5}, hostLayernorm(x, 15, 1e-3), {1e-4, 1e-5});
-    expectValues(makeView(Layout::Sliced, x, {6, 5}, dev).layernorm(), {6, 5}, hostLayernorm(x, 5, 1e-5), {1e-4, 1e-5});
+    expectValues(make(x, {2, 3, 5}, dev).layernorm(), {2, 3, 5}, hostLayernorm(x, 5, 1e-5),
+                 {1e-4, 1e-5});
+    expectValues(make(x, {2, 3, 5}, dev).layernorm({-2, -1}, 1e-3), {2, 3, 5},
+                 hostLayernorm(x, 15, 1e-3), {1e-4, 1e-5});
+    expectValues(makeView(Layout::Sliced, x, {6, 5}, dev).layernorm(), {6, 5},
+                 hostLayernorm(x, 5, 1e-5), {1e-4, 1e-5});
     Vals h = storeAll(x, dtypes::float16);
     expectValues(make(h, {6, 5}, dev, dtypes::float16).layernorm(), {6, 5},
                  storeAll(hostLayernorm(h, 5, 1e-5), dtypes::float16), {8e-3, 8e-3});
@@ -67,8 +71,8 @@ TEST_CASE("Tensor nn: batchnorm in inference form, with and without affine param
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     const Ints shape{2, 3, 2, 2};
-    Vals x = randVals(24, 811, -2, 2), mean = {0.5, -1, 0}, invstd = {2, 0.5, 1.5}, w = {1.5, -1, 0.25},
-         b = {0, 2, -3};
+    Vals x = randVals(24, 811, -2, 2), mean = {0.5, -1, 0}, invstd = {2, 0.5, 1.5},
+         w = {1.5, -1, 0.25}, b = {0, 2, -3};
     auto host = [&](bool affine) {
       Vals out(24);
       for (int64_t i = 0; i < 24; ++i) {
@@ -78,13 +82,16 @@ TEST_CASE("Tensor nn: batchnorm in inference form, with and without affine param
       return out;
     };
     Tensor tx = make(x, shape, dev);
-    expectValues(tx.batchnorm(make(w, {3}, dev), make(b, {3}, dev), make(mean, {3}, dev), make(invstd, {3}, dev)),
+    expectValues(tx.batchnorm(make(w, {3}, dev), make(b, {3}, dev), make(mean, {3}, dev),
+                              make(invstd, {3}, dev)),
                  shape, host(true), {1e-5, 1e-6});
-    expectValues(tx.batchnorm(std::nullopt, std::nullopt, make(mean, {3}, dev), make(invstd, {3}, dev)), shape,
-                 host(false), {1e-5, 1e-6});
+    expectValues(
+        tx.batchnorm(std::nullopt, std::nullopt, make(mean, {3}, dev), make(invstd, {3}, dev)),
+        shape, host(false), {1e-5, 1e-6});
     // invstd given at full shape (as BatchNorm2d's eval path does)
     Tensor full = make(invstd, {1, 3, 1, 1}, dev).expand({2, 3, 2, 2});
-    expectValues(makeView(Layout::Permuted, x, shape, dev).batchnorm(std::nullopt, std::nullopt, make(mean, {3}, dev), full),
+    expectValues(makeView(Layout::Permuted, x, shape, dev)
+                     .batchnorm(std::nullopt, std::nullopt, make(mean, {3}, dev), full),
                  shape, host(false), {1e-5, 1e-6});
   }
 }
@@ -93,31 +100,37 @@ TEST_CASE("Tensor nn: scaledDotProductAttention without mask, with float and boo
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     const int64_t b = 2, lq = 3, lk = 5, d = 4, dv = 6;
-    Vals q = randVals(b * lq * d, 821), k = randVals(b * lk * d, 822), v = randVals(b * lk * dv, 823);
-    Tensor tq = make(q, {b, lq, d}, dev), tk = make(k, {b, lk, d}, dev), tv = make(v, {b, lk, dv}, dev);
+    Vals q = randVals(b * lq * d, 821), k = randVals(b * lk * d, 822),
+         v = randVals(b * lk * dv, 823);
+    Tensor tq = make(q, {b, lq, d}, dev), tk = make(k, {b, lk, d}, dev),
+           tv = make(v, {b, lk, dv}, dev);
     auto none = [](int64_t, int64_t) { return 0.0; };
-    expectValues(tq.scaledDotProductAttention(tk, tv), {b, lq, dv}, hostAttention(q, k, v, b, lq, lk, d, dv, none),
-                 {1e-5, 1e-6});
+    expectValues(tq.scaledDotProductAttention(tk, tv), {b, lq, dv},
+                 hostAttention(q, k, v, b, lq, lk, d, dv, none), {1e-5, 1e-6});
     // an additive float mask
     Vals fm = randVals(lq * lk, 824, -3, 0);
     expectValues(tq.scaledDotProductAttention(tk, tv, make(fm, {lq, lk}, dev)), {b, lq, dv},
-                 hostAttention(q, k, v, b, lq, lk, d, dv, [&](int64_t i, int64_t j) { return fm[i * lk + j]; }),
+                 hostAttention(q, k, v, b, lq, lk, d, dv,
+                               [&](int64_t i, int64_t j) { return fm[i * lk + j]; }),
                  {1e-5, 1e-6});
     // a bool mask: false positions get -inf
     Vals bm{1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0};
-    expectValues(tq.scaledDotProductAttention(tk, tv, make(bm, {lq, lk}, dev, dtypes::boolean)), {b, lq, dv},
-                 hostAttention(q, k, v, b, lq, lk, d, dv,
-                               [&](int64_t i, int64_t j) { return bm[i * lk + j] != 0 ? 0 : -kInf; }),
-                 {1e-5, 1e-6});
+    expectValues(
+        tq.scaledDotProductAttention(tk, tv, make(bm, {lq, lk}, dev, dtypes::boolean)), {b, lq, dv},
+        hostAttention(q, k, v, b, lq, lk, d, dv,
+                      [&](int64_t i, int64_t j) { return bm[i * lk + j] != 0 ? 0 : -kInf; }),
+        {1e-5, 1e-6});
     // causal: query i sees keys 0..i (square attention)
-    Tensor tk3 = tk.getitem({Index::all(), Index::range(0, 3)}), tv3 = tv.getitem({Index::all(), Index::range(0, 3)});
+    Tensor tk3 = tk.getitem({Index::all(), Index::range(0, 3)}),
+           tv3 = tv.getitem({Index::all(), Index::range(0, 3)});
     Vals k3, v3;
     for (int64_t n = 0; n < b; ++n) {
       k3.insert(k3.end(), k.begin() + n * lk * d, k.begin() + (n * lk + 3) * d);
       v3.insert(v3.end(), v.begin() + n * lk * dv, v.begin() + (n * lk + 3) * dv);
     }
     expectValues(tq.scaledDotProductAttention(tk3, tv3, std::nullopt, 0, true), {b, lq, dv},
-                 hostAttention(q, k3, v3, b, lq, 3, d, dv, [](int64_t i, int64_t j) { return j <= i ? 0 : -kInf; }),
+                 hostAttention(q, k3, v3, b, lq, 3, d, dv,
+                               [](int64_t i, int64_t j) { return j <= i ? 0 : -kInf; }),
                  {1e-5, 1e-6});
   }
 }
@@ -163,16 +176,18 @@ TEST_CASE("Tensor nn: binary and sparse categorical cross-entropy") {
     CAPTURE(dev);
     Vals p = randVals(12, 831, 0.05, 0.95), y = randInts(12, 832, 0, 1);
     double bce = 0;
-    for (size_t i = 0; i < p.size(); ++i) bce += -y[i] * std::log(p[i]) - (1 - y[i]) * std::log(1 - p[i]);
-    expectValues(make(p, {3, 4}, dev).binaryCrossentropy(make(y, {3, 4}, dev)), {}, {bce / 12}, {1e-5, 1e-6});
+    for (size_t i = 0; i < p.size(); ++i)
+      bce += -y[i] * std::log(p[i]) - (1 - y[i]) * std::log(1 - p[i]);
+    expectValues(make(p, {3, 4}, dev).binaryCrossentropy(make(y, {3, 4}, dev)), {}, {bce / 12},
+                 {1e-5, 1e-6});
     Vals logits = randVals(12, 833, -6, 6);
     double bcel = 0;
     for (size_t i = 0; i < logits.size(); ++i) {
       double s = 1 / (1 + std::exp(-logits[i]));
       bcel += -y[i] * std::log(s) - (1 - y[i]) * std::log(1 - s);
     }
-    expectValues(make(logits, {3, 4}, dev).binaryCrossentropyLogits(make(y, {3, 4}, dev)), {}, {bcel / 12},
-                 {1e-5, 1e-6});
+    expectValues(make(logits, {3, 4}, dev).binaryCrossentropyLogits(make(y, {3, 4}, dev)), {},
+                 {bcel / 12}, {1e-5, 1e-6});
     // sparse categorical: mean of -log softmax at the target, skipping ignoreIndex entries
     Vals z = randVals(20, 834, -3, 3), t{2, 0, -1, 4};
     auto sce = [&](int64_t ignore) {
@@ -187,20 +202,25 @@ TEST_CASE("Tensor nn: binary and sparse categorical cross-entropy") {
       }
       return sum / n;
     };
-    expectValues(make(z, {4, 5}, dev).sparseCategoricalCrossentropy(make(t, {4}, dev, dtypes::int32)), {}, {sce(-1)},
-                 {1e-5, 1e-6});
-    expectValues(make(z, {4, 5}, dev).sparseCategoricalCrossentropy(make(t, {4}, dev)), {}, {sce(-1)}, {1e-5, 1e-6});
+    expectValues(
+        make(z, {4, 5}, dev).sparseCategoricalCrossentropy(make(t, {4}, dev, dtypes::int32)), {},
+        {sce(-1)}, {1e-5, 1e-6});
+    expectValues(make(z, {4, 5}, dev).sparseCategoricalCrossentropy(make(t, {4}, dev)), {},
+                 {sce(-1)}, {1e-5, 1e-6});
     Vals t2{2, 0, 1, 4};
     t = t2;
-    expectValues(make(z, {4, 5}, dev).sparseCategoricalCrossentropy(make(t2, {4}, dev, dtypes::int32), 0), {}, {sce(0)},
-                 {1e-5, 1e-6});
+    expectValues(
+        make(z, {4, 5}, dev).sparseCategoricalCrossentropy(make(t2, {4}, dev, dtypes::int32), 0),
+        {}, {sce(0)}, {1e-5, 1e-6});
     // a batch of shape (2, 2) of 5-way logits
-    expectValues(make(z, {2, 2, 5}, dev).sparseCategoricalCrossentropy(make(t2, {2, 2}, dev, dtypes::int32)), {},
-                 {sce(-1)}, {1e-5, 1e-6});
+    expectValues(
+        make(z, {2, 2, 5}, dev).sparseCategoricalCrossentropy(make(t2, {2, 2}, dev, dtypes::int32)),
+        {}, {sce(-1)}, {1e-5, 1e-6});
   }
 }
 
-TEST_CASE("Tensor nn: dropout is the identity outside training and scales kept values in training") {
+TEST_CASE(
+    "Tensor nn: dropout is the identity outside training and scales kept values in training") {
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
     Vals x = randVals(400, 841, 0.5, 2);
@@ -212,8 +232,10 @@ TEST_CASE("Tensor nn: dropout is the identity outside training and scales kept v
     Vals d = t.dropout(0.25).toVector<double>();
     int zeros = 0;
     for (size_t i = 0; i < d.size(); ++i) {
-      if (d[i] == 0) ++zeros;
-      else CHECK(d[i] == doctest::Approx(x[i] / 0.75).epsilon(1e-6));
+      if (d[i] == 0)
+        ++zeros;
+      else
+        CHECK(d[i] == doctest::Approx(x[i] / 0.75).epsilon(1e-6));
     }
     CHECK(zeros == doctest::Approx(100).epsilon(0.35)); // 400 * 0.25, binomial sd ~ 8.7
   }
@@ -266,7 +288,8 @@ TEST_CASE("Tensor nn: Linear, Conv2d and LayerNorm layers compute with their own
                 for (int kx = 0; kx < 3; ++kx) {
                   int iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
                   if (iy < 0 || iy >= 5 || ix < 0 || ix >= 5) continue;
-                  acc += cx[((n * 2 + ci) * 5 + iy) * 5 + ix] * cw[((co * 2 + ci) * 3 + ky) * 3 + kx];
+                  acc +=
+                      cx[((n * 2 + ci) * 5 + iy) * 5 + ix] * cw[((co * 2 + ci) * 3 + ky) * 3 + kx];
                 }
             expected[((n * 3 + co) * 3 + oy) * 3 + ox] = acc;
           }
@@ -277,7 +300,8 @@ TEST_CASE("Tensor nn: Linear, Conv2d and LayerNorm layers compute with their own
     ln.bias = ln.bias->to(dev).add(0.5);
     Vals lx = randVals(24, 853, -2, 2);
     expectValues(ln(make(lx, {2, 3, 4}, dev)), {2, 3, 4},
-                 hostMap(hostLayernorm(lx, 12, 1e-5), [](double v) { return 2 * v + 0.5; }), {1e-4, 1e-5});
+                 hostMap(hostLayernorm(lx, 12, 1e-5), [](double v) { return 2 * v + 0.5; }),
+                 {1e-4, 1e-5});
     nn::LayerNorm plain({4}, 1e-3, false);
     CHECK(!plain.weight);
     expectValues(plain(make(lx, {6, 4}, dev)), {6, 4}, hostLayernorm(lx, 4, 1e-3), {1e-4, 1e-5});
@@ -290,51 +314,53 @@ TEST_CASE("Tensor nn: BatchNorm2d in eval and training mode, running statistics"
   // per-channel batch mean and biased / unbiased variance
   Vals mean(3, 0), var(3, 0);
   for (int64_t i = 0; i < 24; ++i) mean[(i / 4) % 3] += x[i] / 8;
-  for (int64_t i = 0; i < 24; ++i) var[(i / 4) % 3] += (x[i] - mean[(i / 4) % 3]) * (x[i] - mean[(i / 4) % 3]) / 8;
+  for (int64_t i = 0; i < 24; ++i)
+    var[(i / 4) % 3] += (x[i] - mean[(i / 4) % 3]) * (x[i] - mean[(i / 4) % 3]) / 8;
   for (const std::string &dev : devices()) {
-  CAPTURE(dev);
-  nn::BatchNorm2d bn(3);
-  bn.runningMean = bn.runningMean.to(dev);
-  bn.runningVar = bn.runningVar.to(dev);
-  bn.numBatchesTracked = bn.numBatchesTracked.to(dev);
-  bn.weight = bn.weight->to(dev);
-  bn.bias = bn.bias->to(dev);
-  Tensor tx = make(x, shape, dev);
-  // eval with the initial statistics (mean 0, var 1)
-  Vals eval = hostMap(x, [](double v) { return v / std::sqrt(1 + 1e-5); });
-  expectValues(bn(tx), shape, eval, {1e-5, 1e-6});
-  {
-    Tensor::TrainingGuard guard(true);
-    Vals train(24);
+    CAPTURE(dev);
+    nn::BatchNorm2d bn(3);
+    bn.runningMean = bn.runningMean.to(dev);
+    bn.runningVar = bn.runningVar.to(dev);
+    bn.numBatchesTracked = bn.numBatchesTracked.to(dev);
+    bn.weight = bn.weight->to(dev);
+    bn.bias = bn.bias->to(dev);
+    Tensor tx = make(x, shape, dev);
+    // eval with the initial statistics (mean 0, var 1)
+    Vals eval = hostMap(x, [](double v) { return v / std::sqrt(1 + 1e-5); });
+    expectValues(bn(tx), shape, eval, {1e-5, 1e-6});
+    {
+      Tensor::TrainingGuard guard(true);
+      Vals train(24);
+      for (int64_t i = 0; i < 24; ++i) {
+        int64_t c = (i / 4) % 3;
+        train[i] = (x[i] - mean[c]) / std::sqrt(var[c] + 1e-5);
+      }
+      expectValues(bn(tx), shape, train, {1e-4, 1e-5});
+      Vals rm, rv;
+      for (int c = 0; c < 3; ++c) {
+        rm.push_back(0.1 * mean[c]);
+        rv.push_back(0.9 + 0.1 * var[c] * 8 / 7);
+      }
+      expectValues(bn.runningMean, {3}, rm, {1e-5, 1e-6});
+      expectValues(bn.runningVar, {3}, rv, {1e-5, 1e-6});
+      expectExact(bn.numBatchesTracked, {1}, {1});
+    }
+    // eval uses the updated running statistics
+    Vals rm = bn.runningMean.toVector<double>(), rv = bn.runningVar.toVector<double>();
+    Vals evalAfter(24);
     for (int64_t i = 0; i < 24; ++i) {
       int64_t c = (i / 4) % 3;
-      train[i] = (x[i] - mean[c]) / std::sqrt(var[c] + 1e-5);
+      evalAfter[i] = (x[i] - rm[c]) / std::sqrt(rv[c] + 1e-5);
     }
-    expectValues(bn(tx), shape, train, {1e-4, 1e-5});
-    Vals rm, rv;
-    for (int c = 0; c < 3; ++c) {
-      rm.push_back(0.1 * mean[c]);
-      rv.push_back(0.9 + 0.1 * var[c] * 8 / 7);
-    }
-    expectValues(bn.runningMean, {3}, rm, {1e-5, 1e-6});
-    expectValues(bn.runningVar, {3}, rv, {1e-5, 1e-6});
-    expectExact(bn.numBatchesTracked, {1}, {1});
-  }
-  // eval uses the updated running statistics
-  Vals rm = bn.runningMean.toVector<double>(), rv = bn.runningVar.toVector<double>();
-  Vals evalAfter(24);
-  for (int64_t i = 0; i < 24; ++i) {
-    int64_t c = (i / 4) % 3;
-    evalAfter[i] = (x[i] - rm[c]) / std::sqrt(rv[c] + 1e-5);
-  }
-  expectValues(bn(tx), shape, evalAfter, {1e-5, 1e-6});
-  // without affine parameters or running statistics
-  nn::BatchNorm2d plain(3, 1e-3, false, false);
-  CHECK(!plain.weight);
-  Tensor::TrainingGuard guard(true);
-  Vals train(24);
-  for (int64_t i = 0; i < 24; ++i) train[i] = (x[i] - mean[(i / 4) % 3]) / std::sqrt(var[(i / 4) % 3] + 1e-3);
-  expectValues(plain(tx), shape, train, {1e-4, 1e-5});
-  expectExact(plain.runningMean, {3}, {0, 0, 0});
+    expectValues(bn(tx), shape, evalAfter, {1e-5, 1e-6});
+    // without affine parameters or running statistics
+    nn::BatchNorm2d plain(3, 1e-3, false, false);
+    CHECK(!plain.weight);
+    Tensor::TrainingGuard guard(true);
+    Vals train(24);
+    for (int64_t i = 0; i < 24; ++i)
+      train[i] = (x[i] - mean[(i / 4) % 3]) / std::sqrt(var[(i / 4) % 3] + 1e-3);
+    expectValues(plain(tx), shape, train, {1e-4, 1e-5});
+    expectExact(plain.runningMean, {3}, {0, 0, 0});
   }
 }

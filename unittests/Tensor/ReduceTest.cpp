@@ -15,7 +15,7 @@ struct AxisCase {
 // Axis sets for a 3-d tensor, including negative and multiple axes.
 const std::vector<AxisCase> &axisCases() {
   static const std::vector<AxisCase> c{
-      {std::nullopt, {0, 1, 2}}, {Ints{0}, {0}},      {Ints{1}, {1}},         {Ints{-1}, {2}},
+      {std::nullopt, {0, 1, 2}}, {Ints{0}, {0}},         {Ints{1}, {1}},       {Ints{-1}, {2}},
       {Ints{0, 2}, {0, 2}},      {Ints{-3, -2}, {0, 1}}, {Ints{2, 1}, {1, 2}}, {Ints{}, {}}};
   return c;
 }
@@ -75,23 +75,26 @@ TEST_CASE("Tensor reduce: sum, max and min over every axis set, with and without
       for (bool keep : {false, true}) {
         CAPTURE(keep);
         Ints os = reducedShape(shape, ac.norm, keep);
-        expectValues(x.sum(ac.axis, keep), os, hostReduce(v, shape, ac.norm, 0, std::plus<>()), {1e-5, 1e-5});
+        expectValues(x.sum(ac.axis, keep), os, hostReduce(v, shape, ac.norm, 0, std::plus<>()),
+                     {1e-5, 1e-5});
         expectExact(x.max(ac.axis, keep), os, hostReduce(v, shape, ac.norm, -kInf, hostMax));
-        expectExact(x.min(ac.axis, keep), os,
-                    hostReduce(v, shape, ac.norm, kInf, [](double a, double b) { return std::min(a, b); }));
+        expectExact(
+            x.min(ac.axis, keep), os,
+            hostReduce(v, shape, ac.norm, kInf, [](double a, double b) { return std::min(a, b); }));
       }
     }
     // non-contiguous inputs
     for (Layout l : {Layout::Permuted, Layout::Flipped, Layout::Sliced}) {
       CAPTURE(std::string(layoutName(l)));
       Tensor y = makeView(l, v, shape, dev);
-      expectValues(y.sum(Ints{1}), {2, 5}, hostReduce(v, shape, {1}, 0, std::plus<>()), {1e-5, 1e-5});
+      expectValues(y.sum(Ints{1}), {2, 5}, hostReduce(v, shape, {1}, 0, std::plus<>()),
+                   {1e-5, 1e-5});
       expectExact(y.max(Ints{0, 2}, true), {1, 3, 1}, hostReduce(v, shape, {0, 2}, -kInf, hostMax));
     }
     // a long odd axis
     Vals w = randVals(2 * 1001, 62, -1, 1);
-    expectValues(make(w, {2, 1001}, dev).sum(Ints{1}), {2}, hostReduce(w, {2, 1001}, {1}, 0, std::plus<>()),
-                 {1e-5, 1e-4});
+    expectValues(make(w, {2, 1001}, dev).sum(Ints{1}), {2},
+                 hostReduce(w, {2, 1001}, {1}, 0, std::plus<>()), {1e-5, 1e-4});
   }
 }
 
@@ -160,7 +163,9 @@ TEST_CASE("Tensor reduce: mean, var and std with axes, keepdim and correction") 
       CAPTURE(dt.name());
       Vals sv = storeAll(v, dt);
       Tensor x = make(sv, shape, dev, dt);
-      Tol tol = dt == dtypes::float16 ? Tol{4e-3, 4e-3} : dt == dtypes::float64 ? Tol{1e-12, 1e-12} : Tol{1e-5, 1e-6};
+      Tol tol = dt == dtypes::float16   ? Tol{4e-3, 4e-3}
+                : dt == dtypes::float64 ? Tol{1e-12, 1e-12}
+                                        : Tol{1e-5, 1e-6};
       for (const AxisCase &ac : {axisCases()[0], axisCases()[3], axisCases()[4], axisCases()[5]}) {
         CAPTURE(fmtInts(ac.norm));
         for (bool keep : {false, true}) {
@@ -192,7 +197,8 @@ TEST_CASE("Tensor reduce: softmax and logSoftmax along each axis, stable for lar
     Ints ks = shape;
     ks[axis] = 1;
     Vals e(v.size());
-    for (size_t i = 0; i < v.size(); ++i) e[i] = std::exp(v[i] - m[broadcastSource(static_cast<int64_t>(i), ks, shape)]);
+    for (size_t i = 0; i < v.size(); ++i)
+      e[i] = std::exp(v[i] - m[broadcastSource(static_cast<int64_t>(i), ks, shape)]);
     Vals s = hostReduce(e, shape, {axis}, 0, std::plus<>());
     Vals out(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
@@ -214,8 +220,10 @@ TEST_CASE("Tensor reduce: softmax and logSoftmax along each axis, stable for lar
     }
     // large logits do not overflow
     Vals big{1000, 1001, 1002, -1000, 0, 1000};
-    expectValues(make(big, {2, 3}, dev).softmax(), {2, 3}, hostSoftmax(big, {2, 3}, 1, false), {1e-5, 1e-6});
-    expectValues(make(big, {2, 3}, dev).logSoftmax(), {2, 3}, hostSoftmax(big, {2, 3}, 1, true), {1e-5, 1e-5});
+    expectValues(make(big, {2, 3}, dev).softmax(), {2, 3}, hostSoftmax(big, {2, 3}, 1, false),
+                 {1e-5, 1e-6});
+    expectValues(make(big, {2, 3}, dev).logSoftmax(), {2, 3}, hostSoftmax(big, {2, 3}, 1, true),
+                 {1e-5, 1e-5});
     // float16 and a size-1 axis
     Vals h = storeAll(randVals(6, 82, -2, 2), dtypes::float16);
     expectValues(make(h, {2, 3}, dev, dtypes::float16).softmax(), {2, 3},
@@ -270,9 +278,11 @@ TEST_CASE("Tensor reduce: cumsum along each axis, short and beyond the 512 split
       CAPTURE(axis);
       int64_t a = axis < 0 ? axis + 2 : axis;
       expectExact(make(v, {3, 4}, dev).cumsum(axis), {3, 4}, hostCumsum(v, {3, 4}, a));
-      expectExact(make(v, {3, 4}, dev, dtypes::int32).cumsum(axis), {3, 4}, hostCumsum(v, {3, 4}, a));
+      expectExact(make(v, {3, 4}, dev, dtypes::int32).cumsum(axis), {3, 4},
+                  hostCumsum(v, {3, 4}, a));
     }
-    expectExact(makeView(Layout::Flipped, v, {3, 4}, dev).cumsum(1), {3, 4}, hostCumsum(v, {3, 4}, 1));
+    expectExact(makeView(Layout::Flipped, v, {3, 4}, dev).cumsum(1), {3, 4},
+                hostCumsum(v, {3, 4}, 1));
     expectExact(make({2.5}, {1}, dev).cumsum(), {1}, {2.5});
     expectExact(make({1, 2, 3}, {3, 1}, dev).cumsum(1), {3, 1}, {1, 2, 3});
     // two-stage cumsum: 1000 (not a multiple of 256) along the only axis and 600 along axis 1;
@@ -281,6 +291,7 @@ TEST_CASE("Tensor reduce: cumsum along each axis, short and beyond the 512 split
     expectExact(make(l, {1000}, dev).cumsum(), {1000}, hostCumsum(l, {1000}, 0));
     Vals l2 = randInts(1200, 97, -3, 3);
     expectExact(make(l2, {2, 600}, dev).cumsum(1), {2, 600}, hostCumsum(l2, {2, 600}, 1));
-    expectExact(make(l2, {600, 2}, dev, dtypes::int32).cumsum(0), {600, 2}, hostCumsum(l2, {600, 2}, 0));
+    expectExact(make(l2, {600, 2}, dev, dtypes::int32).cumsum(0), {600, 2},
+                hostCumsum(l2, {600, 2}, 0));
   }
 }

@@ -15,7 +15,8 @@ TEST_CASE("Tensor symbolic: elementwise ops on a bound variable dim") {
     CAPTURE(dev);
     for (int64_t i = 1; i <= 4; ++i) {
       CAPTURE(i);
-      Vals a = randVals(static_cast<size_t>(3 * i), 900 + i), b = randVals(static_cast<size_t>(3 * i), 910 + i);
+      Vals a = randVals(static_cast<size_t>(3 * i), 900 + i),
+           b = randVals(static_cast<size_t>(3 * i), 910 + i);
       SInt vi = bound("i", i);
       Tensor sa = make(a, {3, i}, dev).reshape({3, vi});
       CHECK(!sa.shape()[1].isInt());
@@ -23,12 +24,13 @@ TEST_CASE("Tensor symbolic: elementwise ops on a bound variable dim") {
       Tensor plus1 = (sa + 1).realize();
       expectValues(plus1.reshape({3, i}), {3, i}, hostMap(a, [](double x) { return x + 1; }));
       Tensor sum = (sa * make(b, {3, i}, dev).reshape({3, vi})).realize();
-      expectValues(sum.reshape({3, i}), {3, i}, hostBinary(a, {3, i}, b, {3, i}, std::multiplies<>()));
+      expectValues(sum.reshape({3, i}), {3, i},
+                   hostBinary(a, {3, i}, b, {3, i}, std::multiplies<>()));
       // a unary chain and a broadcast against a concrete (3, 1) column
       Tensor chain = sa.exp().mul(make({1, 2, 3}, {3, 1}, dev)).realize();
       expectValues(chain.reshape({3, i}), {3, i},
-                   hostBinary(hostMap(a, [](double x) { return std::exp(x); }), {3, i}, {1, 2, 3}, {3, 1},
-                              std::multiplies<>()),
+                   hostBinary(hostMap(a, [](double x) { return std::exp(x); }), {3, i}, {1, 2, 3},
+                              {3, 1}, std::multiplies<>()),
                    {1e-5, 1e-6});
     }
   }
@@ -39,13 +41,16 @@ TEST_CASE("Tensor symbolic: reductions and matmul over a symbolic axis") {
     CAPTURE(dev);
     for (int64_t i = 1; i <= 4; ++i) {
       CAPTURE(i);
-      Vals a = randVals(static_cast<size_t>(3 * i), 920 + i), b = randVals(static_cast<size_t>(5 * i), 930 + i);
+      Vals a = randVals(static_cast<size_t>(3 * i), 920 + i),
+           b = randVals(static_cast<size_t>(5 * i), 930 + i);
       SInt vi = bound("i", i);
       Tensor sa = make(a, {3, i}, dev).reshape({3, vi});
       // summing the symbolic axis gives a concrete shape
-      expectValues(sa.sum(Ints{1}), {3}, hostReduce(a, {3, i}, {1}, 0, std::plus<>()), {1e-5, 1e-6});
-      expectValues(sa.max(Ints{1}), {3},
-                   hostReduce(a, {3, i}, {1}, -kInf, [](double x, double y) { return std::max(x, y); }));
+      expectValues(sa.sum(Ints{1}), {3}, hostReduce(a, {3, i}, {1}, 0, std::plus<>()),
+                   {1e-5, 1e-6});
+      expectValues(sa.max(Ints{1}), {3}, hostReduce(a, {3, i}, {1}, -kInf, [](double x, double y) {
+                     return std::max(x, y);
+                   }));
       // (3, i) @ (i, 5)
       Tensor prod = sa.matmul(make(b, {i, 5}, dev).reshape({vi, 5}));
       Vals expected(15, 0);
@@ -64,15 +69,21 @@ TEST_CASE("Tensor symbolic: cat along a symbolic dim, two variables, symbolic sh
       for (int64_t j = 1; j <= 3; ++j) {
         CAPTURE(i);
         CAPTURE(j);
-        Vals a = randVals(static_cast<size_t>(i * 3), 940 + i), b = randVals(static_cast<size_t>(j * 3), 950 + j);
-        Tensor c = make(a, {i, 3}, dev).reshape({bound("i", i), 3}).cat({make(b, {j, 3}, dev).reshape({bound("j", j), 3})});
+        Vals a = randVals(static_cast<size_t>(i * 3), 940 + i),
+             b = randVals(static_cast<size_t>(j * 3), 950 + j);
+        Tensor c = make(a, {i, 3}, dev)
+                       .reshape({bound("i", i), 3})
+                       .cat({make(b, {j, 3}, dev).reshape({bound("j", j), 3})});
         c.realize();
         Vals expected = a;
         expected.insert(expected.end(), b.begin(), b.end());
         expectExact(c.reshape({i + j, 3}), {i + j, 3}, expected);
         // (i, 3) @ (3, j) + 1
         Vals w = randVals(static_cast<size_t>(3 * j), 960 + j);
-        Tensor m = make(a, {i, 3}, dev).reshape({bound("i", i), 3}).matmul(make(w, {3, j}, dev).reshape({3, bound("j", j)})) + 1;
+        Tensor m = make(a, {i, 3}, dev)
+                       .reshape({bound("i", i), 3})
+                       .matmul(make(w, {3, j}, dev).reshape({3, bound("j", j)})) +
+                   1;
         m.realize();
         Vals em(static_cast<size_t>(i * j), 1);
         for (int64_t r = 0; r < i; ++r)

@@ -50,7 +50,8 @@ inline const std::vector<DType> &intDTypes() {
   return d;
 }
 
-// ---- deterministic data ----------------------------------------------------------------------------
+// ---- deterministic data
+// ----------------------------------------------------------------------------
 
 /// splitmix64, independent of lazyjit's own generator.
 class Rng {
@@ -81,7 +82,8 @@ inline Vals randInts(size_t n, uint64_t seed, int64_t lo, int64_t hi) {
   Rng r(seed);
   Vals out(n);
   for (auto &v : out)
-    v = static_cast<double>(lo + static_cast<int64_t>(r.next() % static_cast<uint64_t>(hi - lo + 1)));
+    v = static_cast<double>(lo +
+                            static_cast<int64_t>(r.next() % static_cast<uint64_t>(hi - lo + 1)));
   return out;
 }
 
@@ -97,7 +99,8 @@ inline int64_t numelOf(const Ints &shape) {
 
 inline Shape toShape(const Ints &s) { return Shape(s.begin(), s.end()); }
 
-// ---- independent float rounding -----------------------------------------------------------------------
+// ---- independent float rounding
+// -----------------------------------------------------------------------
 
 /// Rounds `v` to nearest-even with `bits` significand bits (incl. the implicit one), gradual
 /// underflow below 2^minExp and overflow to inf above `maxFinite` (IEEE semantics).
@@ -117,13 +120,18 @@ inline double roundBinary(double v, int bits, int minExp, double maxFinite) {
 /// bools as 0/1), computed without lazyjit's conversion code.
 inline double storeAs(double v, DType dt) {
   switch (dt.scalar()) {
-  case ScalarType::Float64: return v;
-  case ScalarType::Float32: return static_cast<float>(v);
-  case ScalarType::Float16: return roundBinary(static_cast<float>(v), 11, -14, 65504.0);
+  case ScalarType::Float64:
+    return v;
+  case ScalarType::Float32:
+    return static_cast<float>(v);
+  case ScalarType::Float16:
+    return roundBinary(static_cast<float>(v), 11, -14, 65504.0);
   case ScalarType::BFloat16:
     return roundBinary(static_cast<float>(v), 8, -126, 3.3895313892515355e38);
-  case ScalarType::Bool: return v != 0 ? 1 : 0;
-  default: break;
+  case ScalarType::Bool:
+    return v != 0 ? 1 : 0;
+  default:
+    break;
   }
   double t = std::trunc(v);
   int bits = static_cast<int>(dt.itemsize()) * 8;
@@ -143,11 +151,16 @@ inline Vals storeAll(Vals v, DType dt) {
 /// Relative tolerance for one rounding step in `dt`, times `ulps`.
 inline double epsOf(DType dt) {
   switch (dt.scalar()) {
-  case ScalarType::Float16: return 0x1.0p-10;
-  case ScalarType::BFloat16: return 0x1.0p-7;
-  case ScalarType::Float32: return 0x1.0p-23;
-  case ScalarType::Float64: return 0x1.0p-52;
-  default: return 0;
+  case ScalarType::Float16:
+    return 0x1.0p-10;
+  case ScalarType::BFloat16:
+    return 0x1.0p-7;
+  case ScalarType::Float32:
+    return 0x1.0p-23;
+  case ScalarType::Float64:
+    return 0x1.0p-52;
+  default:
+    return 0;
   }
 }
 
@@ -162,7 +175,8 @@ inline Tol tolFor(DType dt, double ulps = 4, double atol = 1e-6) {
   return {r, std::max(atol, dt == dtypes::float64 ? 1e-12 : r * 1e-1)};
 }
 
-// ---- tensors with known values ------------------------------------------------------------------------
+// ---- tensors with known values
+// ------------------------------------------------------------------------
 
 inline Tensor make(const Vals &values, const Ints &shape, const std::string &dev,
                    DType dt = dtypes::float32) {
@@ -178,10 +192,14 @@ inline const std::vector<Layout> &allLayouts() {
 }
 inline const char *layoutName(Layout l) {
   switch (l) {
-  case Layout::Contiguous: return "contiguous";
-  case Layout::Permuted: return "permuted";
-  case Layout::Flipped: return "flipped";
-  case Layout::Sliced: return "sliced";
+  case Layout::Contiguous:
+    return "contiguous";
+  case Layout::Permuted:
+    return "permuted";
+  case Layout::Flipped:
+    return "flipped";
+  case Layout::Sliced:
+    return "sliced";
   }
   return "?";
 }
@@ -217,7 +235,8 @@ inline Tensor makeView(Layout layout, const Vals &values, const Ints &shape, con
                        DType dt = dtypes::float32) {
   int64_t nd = static_cast<int64_t>(shape.size());
   switch (layout) {
-  case Layout::Contiguous: return make(values, shape, dev, dt);
+  case Layout::Contiguous:
+    return make(values, shape, dev, dt);
   case Layout::Permuted: {
     if (nd < 2) return make(values, shape, dev, dt);
     Ints rev(nd);
@@ -255,7 +274,8 @@ inline Tensor makeView(Layout layout, const Vals &values, const Ints &shape, con
   return make(values, shape, dev, dt);
 }
 
-// ---- host references ----------------------------------------------------------------------------------
+// ---- host references
+// ----------------------------------------------------------------------------------
 
 inline Ints broadcastShape(Ints a, Ints b) {
   while (a.size() < b.size()) a.insert(a.begin(), 1);
@@ -316,13 +336,16 @@ inline Ints reducedShape(const Ints &shape, const Ints &axes, bool keepdim) {
   Ints out;
   for (size_t d = 0; d < shape.size(); ++d) {
     bool r = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
-    if (!r) out.push_back(shape[d]);
-    else if (keepdim) out.push_back(1);
+    if (!r)
+      out.push_back(shape[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
 
-// ---- checks -------------------------------------------------------------------------------------------
+// ---- checks
+// -------------------------------------------------------------------------------------------
 
 inline std::string fmtInts(const Ints &v) {
   std::string s = "[";
@@ -351,7 +374,8 @@ inline void expectValues(const Tensor &t, const Ints &shape, const Vals &expecte
   }
   CHECK_MESSAGE(bad == 0, bad << " of " << got.size() << " values of " << t.dtype().name()
                               << fmtInts(shape) << " differ (rtol " << tol.rtol << ", atol "
-                              << tol.atol << "):\n" << msg.str());
+                              << tol.atol << "):\n"
+                              << msg.str());
 }
 
 /// Exact comparison (ints, bools, and floats that must be exact).

@@ -12,8 +12,8 @@ struct UnaryCase {
   const char *name;
   std::function<Tensor(const Tensor &)> op;
   std::function<double(double)> host;
-  double lo, hi;   // input domain
-  double f32Rtol;  // float32 relative tolerance (absolute tolerance is 1e-6 for float32)
+  double lo, hi;  // input domain
+  double f32Rtol; // float32 relative tolerance (absolute tolerance is 1e-6 for float32)
 };
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
@@ -26,49 +26,90 @@ double geluTanh(double x) {
 const std::vector<UnaryCase> &unaryCases() {
   static const std::vector<UnaryCase> cases{
       {"neg", [](const Tensor &x) { return -x; }, [](double x) { return -x; }, -5, 5, 0},
-      {"exp", [](const Tensor &x) { return x.exp(); }, [](double x) { return std::exp(x); }, -6, 6, 1e-5},
-      {"exp2", [](const Tensor &x) { return x.exp2(); }, [](double x) { return std::exp2(x); }, -6, 6, 1e-5},
-      {"log", [](const Tensor &x) { return x.log(); }, [](double x) { return std::log(x); }, 0.01, 50, 1e-5},
-      {"log2", [](const Tensor &x) { return x.log2(); }, [](double x) { return std::log2(x); }, 0.01, 50, 1e-5},
-      {"sqrt", [](const Tensor &x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, 0, 20, 1e-6},
-      {"rsqrt", [](const Tensor &x) { return x.rsqrt(); }, [](double x) { return 1 / std::sqrt(x); }, 0.05, 20, 1e-6},
-      {"sin", [](const Tensor &x) { return x.sin(); }, [](double x) { return std::sin(x); }, -6.5, 6.5, 1e-5},
-      {"cos", [](const Tensor &x) { return x.cos(); }, [](double x) { return std::cos(x); }, -6.5, 6.5, 1e-5},
-      {"tan", [](const Tensor &x) { return x.tan(); }, [](double x) { return std::tan(x); }, -1.2, 1.2, 1e-5},
-      {"relu", [](const Tensor &x) { return x.relu(); }, [](double x) { return std::max(x, 0.0); }, -3, 3, 0},
+      {"exp", [](const Tensor &x) { return x.exp(); }, [](double x) { return std::exp(x); }, -6, 6,
+       1e-5},
+      {"exp2", [](const Tensor &x) { return x.exp2(); }, [](double x) { return std::exp2(x); }, -6,
+       6, 1e-5},
+      {"log", [](const Tensor &x) { return x.log(); }, [](double x) { return std::log(x); }, 0.01,
+       50, 1e-5},
+      {"log2", [](const Tensor &x) { return x.log2(); }, [](double x) { return std::log2(x); },
+       0.01, 50, 1e-5},
+      {"sqrt", [](const Tensor &x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, 0,
+       20, 1e-6},
+      {"rsqrt", [](const Tensor &x) { return x.rsqrt(); },
+       [](double x) { return 1 / std::sqrt(x); }, 0.05, 20, 1e-6},
+      {"sin", [](const Tensor &x) { return x.sin(); }, [](double x) { return std::sin(x); }, -6.5,
+       6.5, 1e-5},
+      {"cos", [](const Tensor &x) { return x.cos(); }, [](double x) { return std::cos(x); }, -6.5,
+       6.5, 1e-5},
+      {"tan", [](const Tensor &x) { return x.tan(); }, [](double x) { return std::tan(x); }, -1.2,
+       1.2, 1e-5},
+      {"relu", [](const Tensor &x) { return x.relu(); }, [](double x) { return std::max(x, 0.0); },
+       -3, 3, 0},
       {"sigmoid", [](const Tensor &x) { return x.sigmoid(); }, sigmoid, -8, 8, 1e-5},
-      {"tanh", [](const Tensor &x) { return x.tanh(); }, [](double x) { return std::tanh(x); }, -4, 4, 1e-5},
+      {"tanh", [](const Tensor &x) { return x.tanh(); }, [](double x) { return std::tanh(x); }, -4,
+       4, 1e-5},
       {"gelu", [](const Tensor &x) { return x.gelu(); }, geluTanh, -4, 4, 1e-5},
-      {"quickGelu", [](const Tensor &x) { return x.quickGelu(); }, [](double x) { return x * sigmoid(1.702 * x); }, -4, 4, 1e-5},
-      {"silu", [](const Tensor &x) { return x.silu(); }, [](double x) { return x * sigmoid(x); }, -5, 5, 1e-5},
-      {"swish", [](const Tensor &x) { return x.swish(); }, [](double x) { return x * sigmoid(x); }, -5, 5, 1e-5},
-      {"elu", [](const Tensor &x) { return x.elu(); }, [](double x) { return x > 0 ? x : std::expm1(x); }, -4, 4, 1e-5},
-      {"elu(0.5)", [](const Tensor &x) { return x.elu(0.5); }, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); }, -4, 4, 1e-5},
-      {"celu", [](const Tensor &x) { return x.celu(); }, [](double x) { return std::max(x, 0.0) + std::min(0.0, std::expm1(x)); }, -4, 4, 1e-5},
-      {"celu(2)", [](const Tensor &x) { return x.celu(2); }, [](double x) { return std::max(x, 0.0) + std::min(0.0, 2 * std::expm1(x / 2)); }, -4, 4, 1e-5},
-      {"leakyrelu", [](const Tensor &x) { return x.leakyrelu(); }, [](double x) { return x > 0 ? x : 0.01 * x; }, -4, 4, 1e-6},
-      {"leakyrelu(0.2)", [](const Tensor &x) { return x.leakyrelu(0.2); }, [](double x) { return x > 0 ? x : 0.2 * x; }, -4, 4, 1e-6},
-      {"softplus", [](const Tensor &x) { return x.softplus(); }, [](double x) { return softplus(x); }, -6, 6, 1e-5},
-      {"softplus(2)", [](const Tensor &x) { return x.softplus(2); }, [](double x) { return softplus(x, 2); }, -3, 3, 1e-5},
-      {"mish", [](const Tensor &x) { return x.mish(); }, [](double x) { return x * std::tanh(softplus(x)); }, -4, 4, 1e-5},
-      {"softsign", [](const Tensor &x) { return x.softsign(); }, [](double x) { return x / (1 + std::fabs(x)); }, -5, 5, 1e-6},
+      {"quickGelu", [](const Tensor &x) { return x.quickGelu(); },
+       [](double x) { return x * sigmoid(1.702 * x); }, -4, 4, 1e-5},
+      {"silu", [](const Tensor &x) { return x.silu(); }, [](double x) { return x * sigmoid(x); },
+       -5, 5, 1e-5},
+      {"swish", [](const Tensor &x) { return x.swish(); }, [](double x) { return x * sigmoid(x); },
+       -5, 5, 1e-5},
+      {"elu", [](const Tensor &x) { return x.elu(); },
+       [](double x) { return x > 0 ? x : std::expm1(x); }, -4, 4, 1e-5},
+      {"elu(0.5)", [](const Tensor &x) { return x.elu(0.5); },
+       [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); }, -4, 4, 1e-5},
+      {"celu", [](const Tensor &x) { return x.celu(); },
+       [](double x) { return std::max(x, 0.0) + std::min(0.0, std::expm1(x)); }, -4, 4, 1e-5},
+      {"celu(2)", [](const Tensor &x) { return x.celu(2); },
+       [](double x) { return std::max(x, 0.0) + std::min(0.0, 2 * std::expm1(x / 2)); }, -4, 4,
+       1e-5},
+      {"leakyrelu", [](const Tensor &x) { return x.leakyrelu(); },
+       [](double x) { return x > 0 ? x : 0.01 * x; }, -4, 4, 1e-6},
+      {"leakyrelu(0.2)", [](const Tensor &x) { return x.leakyrelu(0.2); },
+       [](double x) { return x > 0 ? x : 0.2 * x; }, -4, 4, 1e-6},
+      {"softplus", [](const Tensor &x) { return x.softplus(); },
+       [](double x) { return softplus(x); }, -6, 6, 1e-5},
+      {"softplus(2)", [](const Tensor &x) { return x.softplus(2); },
+       [](double x) { return softplus(x, 2); }, -3, 3, 1e-5},
+      {"mish", [](const Tensor &x) { return x.mish(); },
+       [](double x) { return x * std::tanh(softplus(x)); }, -4, 4, 1e-5},
+      {"softsign", [](const Tensor &x) { return x.softsign(); },
+       [](double x) { return x / (1 + std::fabs(x)); }, -5, 5, 1e-6},
       {"relu6", [](const Tensor &x) { return x.relu6(); }, relu6, -3, 9, 0},
-      {"hardswish", [](const Tensor &x) { return x.hardswish(); }, [](double x) { return x * relu6(x + 3) / 6; }, -5, 5, 1e-6},
-      {"hardtanh", [](const Tensor &x) { return x.hardtanh(); }, [](double x) { return std::clamp(x, -1.0, 1.0); }, -3, 3, 0},
-      {"hardtanh(-2, 0.5)", [](const Tensor &x) { return x.hardtanh(-2, 0.5); }, [](double x) { return std::clamp(x, -2.0, 0.5); }, -3, 3, 0},
-      {"abs", [](const Tensor &x) { return x.abs(); }, [](double x) { return std::fabs(x); }, -5, 5, 0},
-      {"sign", [](const Tensor &x) { return x.sign(); }, [](double x) { return double((x > 0) - (x < 0)); }, -5, 5, 0},
-      {"reciprocal", [](const Tensor &x) { return x.reciprocal(); }, [](double x) { return 1 / x; }, 0.1, 9, 1e-6},
-      {"clip", [](const Tensor &x) { return x.clip(-1.5, 0.25); }, [](double x) { return std::clamp(x, -1.5, 0.25); }, -3, 3, 0},
-      {"trunc", [](const Tensor &x) { return x.trunc(); }, [](double x) { return std::trunc(x); }, -9, 9, 0},
-      {"ceil", [](const Tensor &x) { return x.ceil(); }, [](double x) { return std::ceil(x); }, -9, 9, 0},
-      {"floor", [](const Tensor &x) { return x.floor(); }, [](double x) { return std::floor(x); }, -9, 9, 0},
-      {"square", [](const Tensor &x) { return x.square(); }, [](double x) { return x * x; }, -5, 5, 1e-7},
-      {"sinh", [](const Tensor &x) { return x.sinh(); }, [](double x) { return std::sinh(x); }, -4, 4, 1e-5},
-      {"cosh", [](const Tensor &x) { return x.cosh(); }, [](double x) { return std::cosh(x); }, -4, 4, 1e-5},
-      {"asinh", [](const Tensor &x) { return x.asinh(); }, [](double x) { return std::asinh(x); }, -3, 3, 2e-5},
-      {"acosh", [](const Tensor &x) { return x.acosh(); }, [](double x) { return std::acosh(x); }, 1, 6, 2e-5},
-      {"atanh", [](const Tensor &x) { return x.atanh(); }, [](double x) { return std::atanh(x); }, -0.95, 0.95, 2e-5},
+      {"hardswish", [](const Tensor &x) { return x.hardswish(); },
+       [](double x) { return x * relu6(x + 3) / 6; }, -5, 5, 1e-6},
+      {"hardtanh", [](const Tensor &x) { return x.hardtanh(); },
+       [](double x) { return std::clamp(x, -1.0, 1.0); }, -3, 3, 0},
+      {"hardtanh(-2, 0.5)", [](const Tensor &x) { return x.hardtanh(-2, 0.5); },
+       [](double x) { return std::clamp(x, -2.0, 0.5); }, -3, 3, 0},
+      {"abs", [](const Tensor &x) { return x.abs(); }, [](double x) { return std::fabs(x); }, -5, 5,
+       0},
+      {"sign", [](const Tensor &x) { return x.sign(); },
+       [](double x) { return double((x > 0) - (x < 0)); }, -5, 5, 0},
+      {"reciprocal", [](const Tensor &x) { return x.reciprocal(); }, [](double x) { return 1 / x; },
+       0.1, 9, 1e-6},
+      {"clip", [](const Tensor &x) { return x.clip(-1.5, 0.25); },
+       [](double x) { return std::clamp(x, -1.5, 0.25); }, -3, 3, 0},
+      {"trunc", [](const Tensor &x) { return x.trunc(); }, [](double x) { return std::trunc(x); },
+       -9, 9, 0},
+      {"ceil", [](const Tensor &x) { return x.ceil(); }, [](double x) { return std::ceil(x); }, -9,
+       9, 0},
+      {"floor", [](const Tensor &x) { return x.floor(); }, [](double x) { return std::floor(x); },
+       -9, 9, 0},
+      {"square", [](const Tensor &x) { return x.square(); }, [](double x) { return x * x; }, -5, 5,
+       1e-7},
+      {"sinh", [](const Tensor &x) { return x.sinh(); }, [](double x) { return std::sinh(x); }, -4,
+       4, 1e-5},
+      {"cosh", [](const Tensor &x) { return x.cosh(); }, [](double x) { return std::cosh(x); }, -4,
+       4, 1e-5},
+      {"asinh", [](const Tensor &x) { return x.asinh(); }, [](double x) { return std::asinh(x); },
+       -3, 3, 2e-5},
+      {"acosh", [](const Tensor &x) { return x.acosh(); }, [](double x) { return std::acosh(x); },
+       1, 6, 2e-5},
+      {"atanh", [](const Tensor &x) { return x.atanh(); }, [](double x) { return std::atanh(x); },
+       -0.95, 0.95, 2e-5},
   };
   return cases;
 }
@@ -77,7 +118,8 @@ const std::vector<UnaryCase> &unaryCases() {
 
 namespace {
 bool oneOf(const char *name, std::initializer_list<const char *> names) {
-  return std::any_of(names.begin(), names.end(), [&](const char *n) { return std::string(n) == name; });
+  return std::any_of(names.begin(), names.end(),
+                     [&](const char *n) { return std::string(n) == name; });
 }
 
 // float16/bfloat16 compute in float32 but their constants (1/ln 2, pi/2, ...) are rounded to the
@@ -109,9 +151,9 @@ void checkUnary(const UnaryCase &c, DType dt, const Ints &shape, Layout l, uint6
 // permuted, flipped and sliced views. Each distinct kernel is compiled by the CPU backend, so the
 // matrix is not taken in full for every function.
 TEST_CASE("Tensor unary: every function matches its closed form") {
-  const auto primitive = {"neg", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
-                          "relu", "sigmoid", "tanh", "gelu", "abs", "sign", "trunc", "floor",
-                          "reciprocal", "clip", "softplus"};
+  const auto primitive = {"neg",  "exp",   "exp2",  "log",        "log2", "sqrt",    "rsqrt",
+                          "sin",  "cos",   "relu",  "sigmoid",    "tanh", "gelu",    "abs",
+                          "sign", "trunc", "floor", "reciprocal", "clip", "softplus"};
   const auto layouts = {"exp", "sigmoid", "gelu", "trunc", "abs", "sin", "log"};
   for (const UnaryCase &c : unaryCases()) {
     CAPTURE(std::string(c.name));
@@ -158,8 +200,8 @@ TEST_CASE("Tensor unary: special values at the edges of each domain") {
     // nan propagates through the elementwise math
     Tensor nan = make({kNaN}, {1}, dev);
     std::vector<std::function<Tensor(const Tensor &)>> fns{
-        [](auto &x) { return x.exp(); }, [](auto &x) { return x.sqrt(); },
-        [](auto &x) { return x.sin(); }, [](auto &x) { return -x; },
+        [](auto &x) { return x.exp(); },    [](auto &x) { return x.sqrt(); },
+        [](auto &x) { return x.sin(); },    [](auto &x) { return -x; },
         [](auto &x) { return x.square(); }, [](auto &x) { return x.log(); }};
     for (const auto &f : fns) expectExact(f(nan), {1}, {kNaN});
   }
@@ -181,7 +223,8 @@ TEST_CASE("Tensor unary: integer inputs for neg, abs, relu, sign, square, clip")
         expectExact(x.sign(), {7}, hostMap(v, [](double a) { return double((a > 0) - (a < 0)); }));
         expectDType(x.sign(), dt);
         expectExact(x.square(), {7}, storeAll(hostMap(v, [](double a) { return a * a; }), dt));
-        expectExact(x.clip(-5, 3), {7}, hostMap(v, [](double a) { return std::clamp(a, -5.0, 3.0); }));
+        expectExact(x.clip(-5, 3), {7},
+                    hostMap(v, [](double a) { return std::clamp(a, -5.0, 3.0); }));
       }
     }
     // unsigned: neg wraps; relu, clip and square work
