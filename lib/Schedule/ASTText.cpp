@@ -14,7 +14,7 @@ namespace lazyjit {
 
 namespace {
 
-// ---- printing ------------------------------------------------------------------------------------
+// ---- printing -----------------------------------------------------------------------------------
 
 bool isIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool isIdentChar(char c) { return isIdentStart(c) || (c >= '0' && c <= '9'); }
@@ -354,8 +354,8 @@ public:
     n->a = std::move(a);
     n->b = b;
     const SInt &amin = n->a->min, &amax = n->a->max;
-    bool full = truthy(ge(amax - amin, b)) ||
-                (pyNe(amin, amax) && truthy(ge(mod(amin, b), mod(amax, b))));
+    bool full =
+        truthy(ge(amax - amin, b)) || (pyNe(amin, amax) && truthy(ge(mod(amin, b), mod(amax, b))));
     n->min = full ? SInt(0) : mod(amin, b);
     n->max = full ? SInt(b - 1) : mod(amax, b);
     return n;
@@ -448,13 +448,20 @@ bool isBufferLeaf(Op op) { return op == Op::Load || op == Op::Const || op == Op:
 // How many operands an op takes in a kernel AST (-1: zero or one, for LoadOps).
 int arityOf(Op op) {
   switch (opTypeOf(op)) {
-  case OpType::Unary: return 1;
-  case OpType::Binary: return 2;
-  case OpType::Ternary: return 3;
-  case OpType::Reduce: return 1;
-  case OpType::Movement: return 1;
-  case OpType::Buffer: return op == Op::Store ? 1 : 0;
-  case OpType::Load: return -1;
+  case OpType::Unary:
+    return 1;
+  case OpType::Binary:
+    return 2;
+  case OpType::Ternary:
+    return 3;
+  case OpType::Reduce:
+    return 1;
+  case OpType::Movement:
+    return 1;
+  case OpType::Buffer:
+    return op == Op::Store ? 1 : 0;
+  case OpType::Load:
+    return -1;
   }
   return -1;
 }
@@ -515,8 +522,7 @@ private:
 
     if (stack.empty()) {
       if (ind != 0) p.error("unexpected indentation: an AST starts in column 1");
-      if (single && !roots.empty())
-        p.error("expected one AST, found a second one");
+      if (single && !roots.empty()) p.error("expected one AST, found a second one");
       labels.clear(); // labels are local to one AST
     } else {
       const Pending &parent = stack.back();
@@ -537,8 +543,7 @@ private:
       p.skipSpaces();
       if (p.atEnd()) {
         auto it = labels.find(label);
-        if (it == labels.end())
-          p.errorAt(indent, fmt::format("unknown label ${}", label));
+        if (it == labels.end()) p.errorAt(indent, fmt::format("unknown label ${}", label));
         n.kind = Pending::Kind::Ref;
         n.done = it->second;
         push(std::move(n), p);
@@ -573,13 +578,12 @@ private:
       if (n.kind == Pending::Kind::View) {
         if (!isBufferLeaf(parent.op))
           fail(file, n.line, n.col, fmt::format("{} has no views", opName(parent.op)));
-        if (!parent.srcs.empty())
-          fail(file, n.line, n.col, "view lines come before the operands");
+        if (!parent.srcs.empty()) fail(file, n.line, n.col, "view lines come before the operands");
       }
     } else if (n.kind != Pending::Kind::Op) {
-      fail(file, n.line, n.col, n.kind == Pending::Kind::View
-                                    ? "a view line must follow a buffer operator"
-                                    : "an AST cannot start with a reference");
+      fail(file, n.line, n.col,
+           n.kind == Pending::Kind::View ? "a view line must follow a buffer operator"
+                                         : "an AST cannot start with a reference");
     }
     (void)p;
     stack.push_back(std::move(n));
@@ -677,8 +681,12 @@ private:
       if (!p.atEnd() && p.peek() != ' ')
         p.error("expected a space between fields, got " + p.describe());
     }
-    const char *missing = !shape ? "shape" : !strides ? "strides" : !offset ? "offset"
-                                         : !mask ? "mask" : !contiguous ? "contiguous" : nullptr;
+    const char *missing = !shape        ? "shape"
+                          : !strides    ? "strides"
+                          : !offset     ? "offset"
+                          : !mask       ? "mask"
+                          : !contiguous ? "contiguous"
+                                        : nullptr;
     if (missing) fail(file, n.line, n.col, fmt::format("the view has no '{}' field", missing));
     if (strides->size() != shape->size())
       fail(file, n.line, n.col,
@@ -715,7 +723,8 @@ private:
 
   [[noreturn]] void nodeError(const Pending &n, bool atEof, const std::string &msg) {
     if (atEof)
-      fail(file, eofLine, eofCol, fmt::format("unexpected end of input: {} (line {})", msg, n.line));
+      fail(file, eofLine, eofCol,
+           fmt::format("unexpected end of input: {} (line {})", msg, n.line));
     fail(file, n.line, n.col, msg);
   }
 
@@ -767,10 +776,14 @@ private:
       int count = !!f.shape + !!f.axes + !!f.pad + !!f.val + !!f.dtype + !!f.bitcast + !!f.idx;
       if (count > 1 || f.dtype || f.bitcast || f.idx)
         nodeError(n, false, fmt::format("{} takes at most one of shape=, axes=, pad=, val=", name));
-      if (f.shape) arg = std::move(*f.shape);
-      else if (f.axes) arg = std::move(*f.axes);
-      else if (f.pad) arg = std::move(*f.pad);
-      else if (f.val) arg = *f.val;
+      if (f.shape)
+        arg = std::move(*f.shape);
+      else if (f.axes)
+        arg = std::move(*f.axes);
+      else if (f.pad)
+        arg = std::move(*f.pad);
+      else if (f.val)
+        arg = *f.val;
     }
     return LazyOp::make(n.op, std::move(n.srcs), std::move(arg));
   }

@@ -14,13 +14,19 @@ namespace {
 
 size_t expectedArity(Op op) {
   switch (opTypeOf(op)) {
-  case OpType::Unary: return 1;
-  case OpType::Binary: return 2;
-  case OpType::Ternary: return 3;
-  case OpType::Reduce: return 1;
-  case OpType::Buffer: return op == Op::Store ? 1 : 0;
+  case OpType::Unary:
+    return 1;
+  case OpType::Binary:
+    return 2;
+  case OpType::Ternary:
+    return 3;
+  case OpType::Reduce:
+    return 1;
+  case OpType::Buffer:
+    return op == Op::Store ? 1 : 0;
   case OpType::Movement:
-  case OpType::Load: return 0; // rejected before arity matters
+  case OpType::Load:
+    return 0; // rejected before arity matters
   }
   return 0;
 }
@@ -82,8 +88,8 @@ private:
         if (mb->idx < 1) reject(fmt::format("LOAD reads buffer {}; inputs start at 1", mb->idx));
         auto [it, fresh] = loads.emplace(mb->idx, mb->dtype);
         if (!fresh && it->second != mb->dtype)
-          reject(fmt::format("buffer {} is loaded both as {} and as {}", mb->idx,
-                             it->second.name(), mb->dtype.name()));
+          reject(fmt::format("buffer {} is loaded both as {} and as {}", mb->idx, it->second.name(),
+                             mb->dtype.name()));
       }
       shape = mb->st.shape();
     } else if (op.op == Op::Const) {
@@ -120,8 +126,8 @@ private:
         reject("UnaryOps.CAST needs a dtype argument");
       for (size_t i = 1; i < srcShapes.size(); ++i)
         if (srcShapes[i] != srcShapes[0])
-          reject(fmt::format("{}: operand shapes differ: {} vs {}", name,
-                             renderShape(srcShapes[0]), renderShape(srcShapes[i])));
+          reject(fmt::format("{}: operand shapes differ: {} vs {}", name, renderShape(srcShapes[0]),
+                             renderShape(srcShapes[i])));
       shape = srcShapes[0];
     }
     return memo.emplace(&op, std::move(shape)).first->second;

@@ -154,7 +154,8 @@ TEST_CASE("ASTText: casts and constants round-trip, values exactly") {
   std::string text = printAst(*asts[0]);
   CHECK(text.find("val=nan") != std::string::npos);
   CHECK(printAst(*parseAst(text, "nan.ast")) == text);
-  CHECK(std::isnan(std::get<ConstBuffer>(parseAst(text, "nan.ast")->src[0].op->src[1].op->arg).val));
+  CHECK(
+      std::isnan(std::get<ConstBuffer>(parseAst(text, "nan.ast")->src[0].op->src[1].op->arg).val));
 }
 
 TEST_CASE("ASTText: every dtype round-trips") {
@@ -243,8 +244,8 @@ TEST_CASE("ASTText: several ASTs in one file, with comments and blank lines") {
   Tensor a = E({10}), b = E({10});
   auto asts = kernelAsts({(a + b).sum(), (a * b).exp()});
   REQUIRE(asts.size() == 2);
-  std::string text = "# two kernels\n\n" + printAst(*asts[0]) + "\n# the second\n" +
-                     printAst(*asts[1]);
+  std::string text =
+      "# two kernels\n\n" + printAst(*asts[0]) + "\n# the second\n" + printAst(*asts[1]);
   auto back = parseAsts(text, "two.ast");
   REQUIRE(back.size() == 2);
   CHECK(*back[0] == *asts[0]);
@@ -321,12 +322,13 @@ TEST_CASE("ASTText: malformed input gives FILE:LINE:COL messages") {
         "bad.ast:2:15: error: invalid Variable n with bounds [9, 3]");
   CHECK(parseError([] { parseSInt("(a[0-8]*4"); }) ==
         "<sint>:1:10: error: expected ')' to close the symbolic expression, got end of line");
-  CHECK(parseError([] { parseSInt("(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
-                                  "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
-                                  "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
-                                  "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
-                                  "1"); })
-            .find("nested too deeply") != std::string::npos);
+  CHECK(parseError([] {
+          parseSInt("(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
+                    "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
+                    "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
+                    "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
+                    "1");
+        }).find("nested too deeply") != std::string::npos);
 }
 
 TEST_CASE("Verifier: accepts scheduled ASTs and rejects broken ones") {
@@ -343,8 +345,7 @@ TEST_CASE("Verifier: accepts scheduled ASTs and rejects broken ones") {
   };
   auto store = [&](const std::string &shape = "(10,)", const std::string &strides = "(1,)",
                    int idx = 0) {
-    return "BufferOps.STORE idx=" + std::to_string(idx) + " dtype=float32\n" +
-           view(shape, strides);
+    return "BufferOps.STORE idx=" + std::to_string(idx) + " dtype=float32\n" + view(shape, strides);
   };
   auto op = [&](const std::string &line, std::initializer_list<std::string> srcs) {
     std::string s = line + "\n";
@@ -362,13 +363,14 @@ TEST_CASE("Verifier: accepts scheduled ASTs and rejects broken ones") {
         "verifyAst: LOAD buffer indices must be 1..2 without gaps, buffer 2 is missing");
   CHECK(verifyError(parse(store() + at(2, op("BinaryOps.ADD", {load(1), load(1, "int32")})))) ==
         "verifyAst: buffer 1 is loaded both as float32 and as int32");
-  CHECK(verifyError(parse(store() + at(2, op("BinaryOps.ADD",
-                                             {load(1), load(2, "float32", "(5,)")})))) ==
+  CHECK(verifyError(
+            parse(store() + at(2, op("BinaryOps.ADD", {load(1), load(2, "float32", "(5,)")})))) ==
         "verifyAst: BinaryOps.ADD: operand shapes differ: (10,) vs (5,)");
-  CHECK(verifyError(parse(store() + at(2, op("BinaryOps.ADD",
-                                             {load(1), load(2, "float32", "(10, 1)", "(1, 0)")})))) ==
-        "verifyAst: all ShapeTrackers must have the same rank: BufferOps.LOAD has rank 2, an "
-        "earlier buffer has rank 1");
+  CHECK(
+      verifyError(parse(store() + at(2, op("BinaryOps.ADD",
+                                           {load(1), load(2, "float32", "(10, 1)", "(1, 0)")})))) ==
+      "verifyAst: all ShapeTrackers must have the same rank: BufferOps.LOAD has rank 2, an "
+      "earlier buffer has rank 1");
   std::string sum = op("ReduceOps.SUM shape=(1,)", {load(1)});
   std::string max = op("ReduceOps.MAX shape=(1,)", {load(1)});
   CHECK(verifyError(parse(store("(1,)", "(0,)") + at(2, op("BinaryOps.ADD", {sum, max})))) ==
@@ -376,11 +378,11 @@ TEST_CASE("Verifier: accepts scheduled ASTs and rejects broken ones") {
   // two structurally equal reduces count once
   CHECK(verifyError(parse(store("(1,)", "(0,)") + at(2, op("BinaryOps.ADD", {sum, sum})))) ==
         "<accepted>");
-  CHECK(verifyError(parse(store("(1,)", "(0,)") +
-                          at(2, op("ReduceOps.SUM shape=(2,)", {load(1)})))) ==
+  CHECK(verifyError(
+            parse(store("(1,)", "(0,)") + at(2, op("ReduceOps.SUM shape=(2,)", {load(1)})))) ==
         "verifyAst: ReduceOps.SUM reduces (10,) to (2,): dim 0 is neither kept nor 1");
-  CHECK(verifyError(parse(store("(1,)", "(0,)") +
-                          at(2, op("ReduceOps.SUM shape=(1, 1)", {load(1)})))) ==
+  CHECK(verifyError(
+            parse(store("(1,)", "(0,)") + at(2, op("ReduceOps.SUM shape=(1, 1)", {load(1)})))) ==
         "verifyAst: ReduceOps.SUM reduces (10,) to (1, 1): the ranks differ");
   CHECK(verifyError(parse(store("(5,)") + at(2, op("UnaryOps.EXP2", {load(1)})))) ==
         "verifyAst: the STORE shape (5,) differs from its operand's shape (10,)");

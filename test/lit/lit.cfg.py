@@ -1,0 +1,32 @@
+# lit configuration of lazyjit's regression tests: every .lj script and .ast file under test/lit
+# runs its RUN lines through lazyjit-dump and FileCheck. Outputs go to the build tree.
+import os
+
+import lit.formats
+
+config.name = "lazyjit"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".lj", ".ast"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.lazyjit_obj_root, "test", "lit")
+
+# Tool names are replaced where they stand as a command, not inside other words or paths.
+def tool(name, path):
+    return (r"(?<![-\w/.%])" + name + r"(?![-\w/.])", path)
+
+config.substitutions.append(("%lazyjit-dump", os.path.join(config.lazyjit_tools_dir, "lazyjit-dump")))
+config.substitutions.append(tool("FileCheck", config.filecheck_path))
+config.substitutions.append(tool("not", config.not_path))
+config.substitutions.append(("%shared", config.lazyjit_shared_dir))
+config.substitutions.append(
+    ("%expect-exit", "/usr/bin/python3 " + os.path.join(config.test_source_root, "expect-exit.py")))
+
+# A hermetic environment: no knob of the caller leaks in (DEBUG, OPT, DEVICE, ...), and compiled
+# kernels are cached in the build tree.
+for knob in ["DEBUG", "OPT", "DEVICE", "NOOPT", "LAZYCACHE", "MERGE_VIEW", "GRAPH", "THREADS",
+             "REDUCEOP_SPLIT_THRESHOLD", "LLVMOPT", "CUDA_ARCH", "DISABLE_COMPILER_CACHE"]:
+    config.environment.pop(knob, None)
+config.environment["LAZYJIT_CACHE"] = os.path.join(config.test_exec_root, "kernel-cache")
+config.environment["PATH"] = os.pathsep.join(
+    [config.llvm_tools_dir, config.environment.get("PATH", "/usr/bin:/bin")])

@@ -1,0 +1,86 @@
+// The stages lazyjit-dump can print (--emit) and what they print from. Each stage is registered
+// once in stages() with its pipeline position; a stage that a later backend provides is listed
+// as unavailable until then, so its name is reserved and rejected with a clear message.
+#pragma once
+
+#include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Tensor/Tensor.h"
+
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace lazyjit::tool {
+
+struct DumpOptions {
+  std::vector<std::string> emit; ///< requested stages, in pipeline order
+  bool run = false;
+  bool check = false;
+  std::string device;
+  std::string target, mcpu;
+};
+
+/// What the stages print from: a script's outputs and their schedule, or parsed ASTs.
+struct DumpContext {
+  DumpContext(std::ostream &out, const DumpOptions &opts) : out(out), opts(opts) {}
+  std::ostream &out;
+  const DumpOptions &opts;
+  bool fromScript = true;
+  // script input
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  std::vector<ScheduleItem> schedule; ///< the outputs' schedule, computed before running
+  // AST input
+  std::string astFile;
+  std::vector<LazyOpRef> asts;
+};
+
+struct Stage {
+  std::string name;
+  bool available; ///< false: reserved for a later backend
+  bool afterRun;  ///< printed after the program ran (values, stats)
+  std::function<void(DumpContext &)> emit;
+};
+
+/// Every stage in pipeline order.
+const std::vector<Stage> &stages();
+/// Looks up a stage; throws ToolError (exit 1) for unknown and unavailable stages.
+const Stage &findStage(const std::string &name);
+
+// ---- shared helpers -----------------------------------------------------------------------------
+
+/// `<dtype>[<d0>, <d1>]` with concrete dims.
+std::string describeShape(DType dt, const std::vector<int64_t> &shape);
+/// Prints `count` elements of raw `bytes` of dtype `dt`, space-separated (%.9g, ints, 0/1).
+void printValues(std::ostream &out, const std::vector<uint8_t> &bytes, DType dt, size_t count);
+/// Element `i` of raw bytes as a double (for comparisons).
+double elementAsDouble(const uint8_t *bytes, DType dt, size_t i);
+/// The index/validity listing of one kernel (--emit=index).
+void printIndex(std::ostream &out, const LazyOp &ast, int kernelNo);
+
+/// --check: compares kernels run on the device with the reference interpreter.
+class KernelChecker {
+public:
+  /// Installs the schedule observer that checks every kernel the runtime runs.
+  void install();
+  /// Checks one kernel whose device results are in bufs[0] (inputs unchanged).
+  void checkKernel(const LazyOp &ast, const std::string &name, std::span<Buffer *const> bufs,
+                   const VarVals &vars);
+  /// The first mismatch, if any.
+  const std::optional<std::string> &mismatch() const { return first; }
+
+private:
+  int kernelNo = 0;
+  std::optional<std::string> first;
+};
+
+/// Runs --input=ast: parses the file, verifies each AST, prints the requested stages and, with
+/// --run or --check, runs every kernel on buffers filled with a fixed pattern.
+int runAstInput(const std::string &text, const std::string &file, DumpOptions &opts,
+                std::ostream &out);
+
+} // namespace lazyjit::tool

@@ -1,0 +1,291 @@
+// The stage registry and the emitters of the stages that exist before the CPU backend: graph,
+// schedule, ast, index and values. Every listing is deterministic: nodes are numbered in a
+// depth-first walk from the outputs, never by address.
+#include "Dump.h"
+#include "ToolError.h"
+
+#include "lazyjit/CodeGen/Kernel.h"
+#include "lazyjit/Schedule/ASTText.h"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace lazyjit::tool {
+
+namespace {
+
+std::string shapeString(const Shape &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].render();
+  return out + "]";
+}
+
+std::string typed(DType dt, const Shape &s) { return std::string(dt.name()) + shapeString(s); }
+
+// ---- graph --------------------------------------------------------------------------------------
+
+class GraphPrinter {
+public:
+  explicit GraphPrinter(std::ostream &out) : out(out) {}
+
+  int visit(const LazyBufferRef &b) {
+    if (auto it = ids.find(b.get()); it != ids.end()) return it->second;
+    // sources first; the walk recurses along the graph (lazyjit-dump runs on a large stack)
+    if (b->op)
+      for (const auto &src : b->op->buffers()) visit(src);
+    if (b->isView()) visit(b->baseRef());
+    int id = next++;
+    ids.emplace(b.get(), id);
+    std::string line = "%" + std::to_string(id) + " " + typed(b->dtype(), b->shape) + " ";
+    if (b->op)
+      line += render(*b->op);
+    else
+      line += b->isRealized() ? "realized" : "unrealized";
+    if (b->isView()) line += " base=%" + std::to_string(ids.at(b->baseRef().get()));
+    out << line << "\n";
+    return id;
+  }
+
+private:
+  std::ostream &out;
+  std::unordered_map<const LazyBuffer *, int> ids;
+  int next = 0;
+
+  std::string render(const LazyOp &op) {
+    std::string s(opName(op.op));
+    s += renderArg(op.arg);
+    if (op.src.empty()) return s;
+    s += "(";
+    for (size_t i = 0; i < op.src.size(); ++i) {
+      if (i) s += ", ";
+      const LazySrc &src = op.src[i];
+      s += src.isBuffer() ? "%" + std::to_string(ids.at(src.buf.get())) : render(*src.op);
+    }
+    return s + ")";
+  }
+
+  static std::string renderArg(const LazyOpArg &arg) {
+    return std::visit(
+        [](const auto &a) -> std::string {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, std::monostate>)
+            return "";
+          else if constexpr (std::is_same_v<T, Shape>)
+            return "{" + renderShape(a) + "}";
+          else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            Shape s(a.begin(), a.end());
+            return "{" + renderShape(s) + "}";
+          } else if constexpr (std::is_same_v<T, PadArg>) {
+            std::string s = "{(";
+            for (size_t i = 0; i < a.size(); ++i)
+              s += (i ? ", " : "") + std::string("(") + a[i].first.render() + ", " +
+                   a[i].second.render() + ")";
+            return s + (a.size() == 1 ? ",)}" : ")}");
+          } else if constexpr (std::is_same_v<T, CastArg>)
+            return "{" + std::string(a.dtype.name()) + (a.bitcast ? ", bitcast}" : "}");
+          else if constexpr (std::is_same_v<T, double>)
+            return "{" + printDouble(a) + "}";
+          else if constexpr (std::is_same_v<T, CustomOpRef>)
+            return "{" + a->name + "}";
+          else
+            return "{...}";
+        },
+        arg);
+  }
+};
+
+void emitGraph(DumpContext &ctx) {
+  if (!ctx.fromScript)
+    throw ToolError("lazyjit-dump: error: --emit=graph needs a tensor script", 1);
+  GraphPrinter g(ctx.out);
+  std::string outs;
+  for (const auto &[name, t] : ctx.outputs) {
+    int id = g.visit(t.lazydata());
+    outs += (outs.empty() ? "" : ", ") + name + "=%" + std::to_string(id);
+  }
+  ctx.out << "# outputs: " << outs << "\n";
+}
+
+// ---- schedule, ast, index -----------------------------------------------------------------------
+
+std::vector<LazyOpRef> kernelAsts(const DumpContext &ctx) {
+  if (!ctx.fromScript) return ctx.asts;
+  std::vector<LazyOpRef> out;
+  for (const auto &si : ctx.schedule)
+    if (si.isKernel()) out.push_back(si.ast);
+  return out;
+}
+
+void emitSchedule(DumpContext &ctx) {
+  int kernels = 0, loadops = 0;
+  if (ctx.fromScript) {
+    for (const auto &si : ctx.schedule) {
+      if (si.isKernel()) {
+        ctx.out << "kernel " << kernels++ << " " << kernelName(*si.ast) << "\n"
+                << printAst(*si.ast);
+      } else {
+        std::string_view op = opName(si.ast->op);
+        op.remove_prefix(op.find('.') + 1);
+        ctx.out << "loadop " << loadops++ << " " << op << " "
+                << typed(si.out->dtype(), si.out->shape) << "\n";
+      }
+    }
+  } else {
+    for (const auto &ast : ctx.asts)
+      ctx.out << "kernel " << kernels++ << " " << kernelName(*ast) << "\n" << printAst(*ast);
+  }
+  ctx.out << "# " << kernels << " kernels, " << loadops << " loadops\n";
+}
+
+void emitAst(DumpContext &ctx) {
+  bool first = true;
+  for (const auto &ast : kernelAsts(ctx)) {
+    if (!first) ctx.out << "\n";
+    first = false;
+    ctx.out << printAst(*ast);
+  }
+}
+
+void emitIndex(DumpContext &ctx) {
+  int k = 0;
+  for (const auto &ast : kernelAsts(ctx)) printIndex(ctx.out, *ast, k++);
+}
+
+// ---- values -------------------------------------------------------------------------------------
+
+void emitValues(DumpContext &ctx) {
+  if (!ctx.fromScript) return; // runAstInput prints the kernels' outputs itself
+  for (const auto &[name, t] : ctx.outputs) {
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+    if (allInt(t.shape())) {
+      shape = t.intShape();
+      bytes = t.toBytes();
+    } else {
+      // a symbolic shape: the bound values give the concrete shape; read the realized,
+      // contiguous copy's first elements
+      std::map<std::string, int64_t> values;
+      for (const auto &[n, vv] : t.lazydata()->st.varVals()) values.emplace(n, vv.second);
+      int64_t count = 1;
+      for (const auto &d : t.shape()) {
+        shape.push_back(symInfer(d, values));
+        count *= shape.back();
+      }
+      Tensor c = t.contiguous();
+      c.realize();
+      const LazyBufferRef &lb = c.lazydata();
+      // (a contiguous view of a realized buffer reads it from the start)
+      if (!lb->st.contiguous() || !lb->isRealized())
+        throw ToolError("lazyjit-dump: error: cannot read back output '" + name + "'", 2);
+      bytes.resize(static_cast<size_t>(count) * t.dtype().itemsize());
+      if (count) lb->realized()->copyOut(bytes.data(), bytes.size());
+    }
+    ctx.out << name << " " << describeShape(t.dtype(), shape) << "\n";
+    printValues(ctx.out, bytes, t.dtype(), bytes.size() / t.dtype().itemsize());
+  }
+}
+
+[[noreturn]] void notYet(DumpContext &) {
+  throw ToolError("lazyjit-dump: error: internal error: an unavailable stage ran", 2);
+}
+
+} // namespace
+
+const std::vector<Stage> &stages() {
+  static const std::vector<Stage> all = {
+      {"graph", true, false, emitGraph},
+      {"schedule", true, false, emitSchedule},
+      {"ast", true, false, emitAst},
+      {"index", true, false, emitIndex},
+      // stages of the CPU and CUDA backends, reserved until they land
+      {"kernel", false, false, notYet},
+      {"llvm", false, false, notYet},
+      {"llvm-opt", false, false, notYet},
+      {"asm", false, false, notYet},
+      {"ptx", false, false, notYet},
+      {"values", true, true, emitValues},
+      {"stats", false, true, notYet},
+  };
+  return all;
+}
+
+const Stage &findStage(const std::string &name) {
+  std::string known;
+  for (const auto &s : stages()) {
+    if (s.name == name) {
+      if (!s.available)
+        throw ToolError("lazyjit-dump: error: --emit=" + name +
+                            " is not available yet (it comes with the code-generating backends)",
+                        1);
+      return s;
+    }
+    if (s.available) known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw ToolError(
+      "lazyjit-dump: error: unknown stage '" + name + "' in --emit (known: " + known + ")", 1);
+}
+
+std::string describeShape(DType dt, const std::vector<int64_t> &shape) {
+  std::string s = std::string(dt.name()) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+double elementAsDouble(const uint8_t *bytes, DType dt, size_t i) {
+  return dispatchDType(dt, [&]<typename T>() -> double {
+    T x;
+    std::memcpy(&x, bytes + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      return static_cast<double>(static_cast<float>(x));
+    else
+      return static_cast<double>(x);
+  });
+}
+
+void printValues(std::ostream &out, const std::vector<uint8_t> &bytes, DType dt, size_t count) {
+  std::string line;
+  dispatchDType(dt, [&]<typename T>() {
+    for (size_t i = 0; i < count; ++i) {
+      T x;
+      std::memcpy(&x, bytes.data() + i * sizeof(T), sizeof(T));
+      if (i) line += ' ';
+      if constexpr (std::is_same_v<T, bool>)
+        line += x ? '1' : '0';
+      else if constexpr (std::is_integral_v<T>)
+        line += std::to_string(x);
+      else
+        line += fmt::format("{:.9g}", static_cast<double>(x));
+    }
+  });
+  out << line << "\n";
+}
+
+void printIndex(std::ostream &out, const LazyOp &ast, int kernelNo) {
+  LazyOpRef ref(std::shared_ptr<const LazyOp>(), &ast); // not owning: used during this call only
+  Kernel k(ref);
+  const Shape &fs = k.fullShape();
+  int fr = k.firstReduce();
+  std::vector<NodeRef> idxs;
+  std::string loops;
+  for (size_t i = 0; i < fs.size(); ++i) {
+    std::string name = (static_cast<int>(i) < fr ? "idx" : "ridx") + std::to_string(i);
+    bool single = fs[i].isInt() && fs[i].asInt() <= 1;
+    NodeRef v = single ? numNode(0) : variable(name, 0, fs[i] - 1);
+    idxs.push_back(v);
+    loops += " " + (v->isVar() ? v->key() : name + "=0");
+  }
+  out << "kernel " << kernelNo << " " << k.name() << "\n";
+  out << "  loops" << (loops.empty() ? " (none)" : loops) << "\n";
+  for (size_t i = 0; i < k.bufs.size(); ++i) {
+    const LazyOp &b = *k.bufs[i];
+    auto [idx, valid] = k.sts[i].exprIdxs(idxs);
+    if (b.op == Op::Const) {
+      out << "  const " << printDouble(b.constBuffer().val) << " valid=" << valid->render() << "\n";
+    } else {
+      out << "  " << (b.op == Op::Store ? "store " : "load ") << b.memBuffer().idx
+          << " idx=" << idx->render() << " valid=" << valid->render() << "\n";
+    }
+  }
+}
+
+} // namespace lazyjit::tool

@@ -1,0 +1,421 @@
+// Statement execution and expression evaluation, with Python's evaluation order (receiver first,
+// then arguments left to right) and Python's operator dispatch between tensors and scalars.
+#include "ScriptEval.h"
+#include "ToolError.h"
+
+#include "lazyjit/Support/Error.h"
+
+#include <cmath>
+
+namespace lazyjit::script {
+
+using tool::ToolError;
+
+void Evaluator::fail(Loc loc, const std::string &msg, int code) const {
+  throw ToolError(fmt::format("{}:{}:{}: error: {}", script.filename, loc.line, loc.col, msg),
+                  code);
+}
+
+// Runs `f`, turning any error it raises into a ToolError located at `loc` (the innermost
+// location wins: an error that already carries one passes through).
+template <typename F> auto Evaluator::located(Loc loc, F &&f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ToolError &) {
+    throw;
+  } catch (const InternalError &e) {
+    fail(loc, std::string("internal error: ") + e.what(), 2);
+  } catch (const Error &e) {
+    fail(loc, e.what());
+  } catch (const std::bad_alloc &) {
+    fail(loc, "out of memory", 2);
+  } catch (const std::exception &e) {
+    fail(loc, std::string("internal error: ") + e.what(), 2);
+  }
+}
+
+// ---- operators ----------------------------------------------------------------------------------
+
+namespace {
+
+bool isIntLike(const Value &v) { return v.is<int64_t>() || v.is<bool>(); }
+
+Value fromSInt(const SInt &x) { return x.isInt() ? Value(x.asInt()) : Value(x); }
+
+[[noreturn]] void unsupported(const std::string &op, const Value &l, const Value &r) {
+  throw Error(
+      fmt::format("unsupported operand types for {}: '{}' and '{}'", op, typeName(l), typeName(r)));
+}
+
+Value tensorOp(const std::string &op, Tensor a, Value &&r) {
+  if (op == "@") return std::move(a).matmul(toTensor(std::move(r), "the right operand of @"));
+  Operand b = toOperand(std::move(r), "the right operand of " + op);
+  if (op == "+") return std::move(a) + std::move(b);
+  if (op == "-") return std::move(a) - std::move(b);
+  if (op == "*") return std::move(a) * std::move(b);
+  if (op == "/") return std::move(a) / std::move(b);
+  if (op == "**") return std::move(a).pow(std::move(b));
+  if (op == "<") return std::move(a) < std::move(b);
+  if (op == ">") return std::move(a) > std::move(b);
+  if (op == "<=") return std::move(a) <= std::move(b);
+  if (op == ">=") return std::move(a) >= std::move(b);
+  if (op == "==") return std::move(a) == std::move(b);
+  if (op == "!=") return std::move(a) != std::move(b);
+  throw InternalError("unknown operator " + op);
+}
+
+// scalar op Tensor: Python calls the tensor's reflected method.
+Value reflectedOp(const std::string &op, double a, Tensor b) {
+  if (op == "+") return a + std::move(b);
+  if (op == "-") return a - std::move(b);
+  if (op == "*") return a * std::move(b);
+  if (op == "/") return a / std::move(b);
+  if (op == "**") return std::move(b).pow(a, true);
+  if (op == "<") return std::move(b) > a;
+  if (op == ">") return std::move(b) < a;
+  if (op == "<=") return std::move(b) >= a;
+  if (op == ">=") return std::move(b) <= a;
+  if (op == "==") return std::move(b) == a;
+  if (op == "!=") return std::move(b) != a;
+  throw Error(fmt::format("unsupported operand types for {}: 'float' and 'Tensor'", op));
+}
+
+Value numberOp(const std::string &op, const Value &l, const Value &r) {
+  if (isIntLike(l) && isIntLike(r)) {
+    int64_t a = toInt(l, "operand"), b = toInt(r, "operand");
+    if (op == "+") return a + b;
+    if (op == "-") return a - b;
+    if (op == "*") return a * b;
+    if (op == "**" && b >= 0) {
+      int64_t p = 1;
+      for (int64_t k = 0; k < b && k < 64; ++k) p *= a;
+      return p;
+    }
+  }
+  double a = toDouble(l, "operand"), b = toDouble(r, "operand");
+  if (op == "+") return a + b;
+  if (op == "-") return a - b;
+  if (op == "*") return a * b;
+  if (op == "/") {
+    if (b == 0) throw Error("division by zero");
+    return a / b;
+  }
+  if (op == "**") return std::pow(a, b);
+  if (op == "<") return a < b;
+  if (op == ">") return a > b;
+  if (op == "<=") return a <= b;
+  if (op == ">=") return a >= b;
+  if (op == "==") return a == b;
+  if (op == "!=") return a != b;
+  unsupported(op, l, r);
+}
+
+Value binaryOp(const std::string &op, Value &&l, Value &&r) {
+  if (l.is<Tensor>()) return tensorOp(op, std::move(l.as<Tensor>()), std::move(r));
+  if (r.is<Tensor>()) {
+    if (!l.isNumber() || op == "@") unsupported(op, l, r);
+    return reflectedOp(op, toDouble(l, "operand"), std::move(r.as<Tensor>()));
+  }
+  if (l.is<SInt>() || r.is<SInt>()) {
+    if (!(l.is<SInt>() || isIntLike(l)) || !(r.is<SInt>() || isIntLike(r))) unsupported(op, l, r);
+    SInt a = toSInt(l, "operand"), b = toSInt(r, "operand");
+    if (op == "+") return fromSInt(a + b);
+    if (op == "-") return fromSInt(a - b);
+    if (op == "*") return fromSInt(a * b);
+    unsupported(op, l, r);
+  }
+  if (l.is<SeqV>() && r.is<SeqV>() && op == "+") {
+    SeqV out = std::move(l.as<SeqV>());
+    for (auto &x : r.as<SeqV>().items) out.items.push_back(std::move(x));
+    return out;
+  }
+  if (op == "*" && ((l.is<SeqV>() && isIntLike(r)) || (isIntLike(l) && r.is<SeqV>()))) {
+    const SeqV &s = l.is<SeqV>() ? l.as<SeqV>() : r.as<SeqV>();
+    int64_t n = toInt(l.is<SeqV>() ? r : l, "repeat count");
+    if (n * static_cast<int64_t>(s.items.size()) > 1000000) throw Error("sequence too long");
+    SeqV out{{}, s.isList};
+    for (int64_t k = 0; k < n; ++k)
+      for (const auto &x : s.items) out.items.push_back(x);
+    return out;
+  }
+  if (l.isNumber() && r.isNumber()) return numberOp(op, l, r);
+  unsupported(op, l, r);
+}
+
+std::optional<int64_t> sliceBound(const Value &v, const char *what) {
+  if (v.is<NoneV>()) return std::nullopt;
+  return toInt(v, what);
+}
+
+} // namespace
+
+// ---- statements ---------------------------------------------------------------------------------
+
+void Evaluator::run() {
+  for (const Stmt &st : script.stmts) exec(st);
+}
+
+void Evaluator::exec(const Stmt &st) {
+  switch (st.kind) {
+  case StmtKind::Assign: {
+    Value v = eval(*st.value);
+    for (size_t g = 0; g < st.targets.size(); ++g) {
+      bool last = g + 1 == st.targets.size();
+      const auto &names = st.targets[g];
+      if (names.size() == 1) {
+        // a single name binds the whole value (even a tuple)
+        if (last)
+          env[names[0]] = std::move(v);
+        else
+          env[names[0]] = v;
+      } else {
+        Value src = last ? std::move(v) : v;
+        if (!src.is<SeqV>())
+          fail(st.loc,
+               fmt::format("cannot unpack a {} into {} names", typeName(src), names.size()));
+        auto &items = src.as<SeqV>().items;
+        if (items.size() != names.size())
+          fail(st.loc,
+               fmt::format("cannot unpack {} values into {} names", items.size(), names.size()));
+        for (size_t k = 0; k < names.size(); ++k) env[names[k]] = std::move(items[k]);
+      }
+    }
+    lastAssigned = st.targets.back().back();
+    lastAssignedLoc = st.loc;
+    return;
+  }
+  case StmtKind::SetAttr: {
+    Value v = eval(*st.value);
+    located(st.value->loc, [&] { Tensor::training = toBool(v, "Tensor.training"); });
+    return;
+  }
+  case StmtKind::Del:
+    for (size_t k = 0; k < st.names.size(); ++k) {
+      if (env.erase(st.names[k])) continue;
+      if (isBuiltinName(st.names[k]))
+        deletedBuiltins.push_back(st.names[k]);
+      else
+        fail(st.nameLocs[k], "name '" + st.names[k] + "' is not defined");
+    }
+    return;
+  case StmtKind::Realize: {
+    std::vector<Tensor> ts;
+    for (size_t k = 0; k < st.names.size(); ++k) {
+      Value v = lookup(st.names[k], st.nameLocs[k]);
+      if (!v.is<Tensor>())
+        fail(st.nameLocs[k], fmt::format("cannot realize '{}': it is a {}, not a Tensor",
+                                         st.names[k], typeName(v)));
+      ts.push_back(std::move(v.as<Tensor>()));
+    }
+    located(st.loc, [&] { Tensor::corealize(ts); });
+    return;
+  }
+  case StmtKind::Out:
+    outNames = st.names;
+    outLocs = st.nameLocs;
+    return;
+  case StmtKind::Eval: {
+    Value discarded = eval(*st.value);
+    return;
+  }
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> Evaluator::outputs() const {
+  std::vector<std::string> names = outNames;
+  std::vector<Loc> locs = outLocs;
+  if (names.empty()) {
+    if (lastAssigned.empty())
+      throw ToolError(script.filename + ":1:1: error: the script has no outputs: assign a "
+                                        "tensor or name the outputs with 'out'",
+                      1);
+    names.push_back(lastAssigned);
+    locs.push_back(lastAssignedLoc);
+  }
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto it = env.find(names[k]);
+    if (it == env.end()) fail(locs[k], "output '" + names[k] + "' is not defined");
+    if (!it->second.is<Tensor>() || !it->second.as<Tensor>().defined())
+      fail(locs[k],
+           fmt::format("output '{}' is a {}, not a Tensor", names[k], typeName(it->second)));
+    out.emplace_back(names[k], it->second.as<Tensor>());
+  }
+  return out;
+}
+
+// ---- expressions --------------------------------------------------------------------------------
+
+Value Evaluator::lookup(const std::string &name, Loc loc) const {
+  if (auto it = env.find(name); it != env.end()) return it->second; // a new reference
+  if (isBuiltinName(name) &&
+      std::find(deletedBuiltins.begin(), deletedBuiltins.end(), name) == deletedBuiltins.end())
+    return BuiltinV{name};
+  fail(loc, "name '" + name + "' is not defined");
+}
+
+Value Evaluator::eval(const Expr &e) {
+  switch (e.kind) {
+  case ExprKind::Int:
+    return e.ival;
+  case ExprKind::Float:
+    return e.fval;
+  case ExprKind::Str:
+    return e.name;
+  case ExprKind::Bool:
+    return e.ival != 0;
+  case ExprKind::None:
+    return NoneV{};
+  case ExprKind::Ellipsis:
+    return EllipsisV{};
+  case ExprKind::Name:
+    return lookup(e.name, e.loc);
+  case ExprKind::Tuple:
+  case ExprKind::List: {
+    SeqV s{{}, e.kind == ExprKind::List};
+    for (const auto &k : e.kids) s.items.push_back(eval(*k));
+    return s;
+  }
+  case ExprKind::Neg:
+  case ExprKind::Pos: {
+    Value v = eval(*e.kids[0]);
+    return located(e.loc, [&]() -> Value {
+      bool neg = e.kind == ExprKind::Neg;
+      if (v.is<Tensor>()) return neg ? -std::move(v.as<Tensor>()) : std::move(v);
+      if (v.is<SInt>()) return neg ? fromSInt(-v.as<SInt>()) : std::move(v);
+      if (v.is<double>()) return neg ? -v.as<double>() : v.as<double>();
+      if (isIntLike(v)) return neg ? -toInt(v, "operand") : toInt(v, "operand");
+      throw Error(fmt::format("bad operand type for unary {}: '{}'", neg ? "-" : "+", typeName(v)));
+    });
+  }
+  case ExprKind::Binary:
+  case ExprKind::Compare: {
+    Value l = eval(*e.kids[0]);
+    Value r = eval(*e.kids[1]);
+    return located(e.loc, [&] { return binaryOp(e.op, std::move(l), std::move(r)); });
+  }
+  case ExprKind::Attr: {
+    Value obj = eval(*e.kids[0]);
+    return located(e.loc, [&] { return getAttribute(std::move(obj), e.name); });
+  }
+  case ExprKind::Call:
+    return evalCall(e);
+  case ExprKind::Subscript:
+    return evalSubscript(e);
+  case ExprKind::Slice:
+    fail(e.loc, "a slice is only allowed inside []");
+  case ExprKind::Starred:
+    fail(e.loc, "'*' is only allowed in call arguments");
+  }
+  fail(e.loc, "unknown expression", 2);
+}
+
+Value Evaluator::evalCall(const Expr &e) {
+  const Expr &callee = *e.kids[0];
+  // Python evaluates the callee (the receiver of a method) before the arguments.
+  std::optional<Value> receiver, function;
+  if (callee.kind == ExprKind::Attr)
+    receiver = eval(*callee.kids[0]);
+  else
+    function = eval(callee);
+
+  size_t nkw = e.kwNames.size();
+  size_t npos = e.kids.size() - 1 - nkw;
+  std::vector<Value> pos;
+  for (size_t k = 0; k < npos; ++k) {
+    const Expr &arg = *e.kids[1 + k];
+    if (arg.kind == ExprKind::Starred) {
+      Value seq = eval(*arg.kids[0]);
+      if (!seq.is<SeqV>())
+        fail(arg.loc, fmt::format("'*' needs a tuple or a list, got {}", typeName(seq)));
+      for (auto &x : seq.as<SeqV>().items) pos.push_back(std::move(x));
+    } else {
+      pos.push_back(eval(arg));
+    }
+  }
+  std::vector<std::pair<std::string, Value>> kw;
+  for (size_t k = 0; k < nkw; ++k) kw.emplace_back(e.kwNames[k], eval(*e.kids[1 + npos + k]));
+
+  std::string name = callee.kind == ExprKind::Attr   ? callee.name
+                     : callee.kind == ExprKind::Name ? callee.name
+                                                     : "call";
+  CallArgs args(name, std::move(pos), std::move(kw));
+  if (receiver)
+    return located(callee.loc, [&] { return callMethod(std::move(*receiver), name, args); });
+  return located(e.loc, [&] { return callValue(std::move(*function), args); });
+}
+
+Value Evaluator::evalSubscript(const Expr &e) {
+  Value obj = eval(*e.kids[0]);
+  std::vector<Value> items;
+  for (size_t k = 1; k < e.kids.size(); ++k) {
+    const Expr &it = *e.kids[k];
+    if (it.kind == ExprKind::Slice) {
+      Value a = eval(*it.kids[0]), b = eval(*it.kids[1]), c = eval(*it.kids[2]);
+      SliceV s;
+      located(it.loc, [&] {
+        s.start = sliceBound(a, "slice start");
+        s.stop = sliceBound(b, "slice stop");
+        s.step = sliceBound(c, "slice step");
+      });
+      items.emplace_back(s);
+    } else {
+      items.push_back(eval(it));
+    }
+  }
+  // a[(0, 1)] is a[0, 1]
+  if (items.size() == 1 && items[0].is<SeqV>() && !items[0].as<SeqV>().isList && !obj.is<SeqV>()) {
+    auto inner = std::move(items[0].as<SeqV>().items);
+    items = std::move(inner);
+  }
+  return located(e.loc, [&]() -> Value {
+    if (obj.is<SeqV>()) {
+      auto &seq = obj.as<SeqV>().items;
+      if (items.size() != 1) throw Error("tuple indices must be one int or slice");
+      int64_t n = static_cast<int64_t>(seq.size());
+      if (items[0].is<SliceV>()) {
+        const SliceV &s = items[0].as<SliceV>();
+        int64_t step = s.step.value_or(1);
+        if (step != 1) throw Error("tuple slices with a step are not supported");
+        auto clampIdx = [&](std::optional<int64_t> x, int64_t dflt) {
+          if (!x) return dflt;
+          int64_t v = *x < 0 ? *x + n : *x;
+          return std::clamp<int64_t>(v, 0, n);
+        };
+        SeqV out{{}, obj.as<SeqV>().isList};
+        for (int64_t k = clampIdx(s.start, 0); k < clampIdx(s.stop, n); ++k)
+          out.items.push_back(seq[static_cast<size_t>(k)]);
+        return out;
+      }
+      int64_t i = toInt(items[0], "tuple index");
+      if (i < -n || i >= n) throw Error(fmt::format("tuple index {} out of range", i));
+      return std::move(seq[static_cast<size_t>(i < 0 ? i + n : i)]);
+    }
+    if (!obj.is<Tensor>())
+      throw Error(fmt::format("'{}' object is not subscriptable", typeName(obj)));
+    Tensor t = std::move(obj.as<Tensor>());
+    if (items.size() == 1 && items[0].is<Tensor>())
+      return std::move(t).getitem(std::move(items[0].as<Tensor>()));
+    std::vector<Index> idx;
+    for (const auto &it : items) {
+      if (it.is<SliceV>()) {
+        const SliceV &s = it.as<SliceV>();
+        int64_t step = s.step.value_or(1);
+        if (step == 0) throw Error("slice step cannot be zero");
+        idx.push_back(Index::range(s.start, s.stop, step));
+      } else if (it.is<NoneV>()) {
+        idx.push_back(Index::newAxis());
+      } else if (it.is<EllipsisV>()) {
+        idx.push_back(Index::ellipsis());
+      } else if (it.is<int64_t>() || it.is<bool>()) {
+        idx.push_back(Index::at(toInt(it, "index")));
+      } else {
+        throw Error(fmt::format("a Tensor index must be an int, a slice, None or ..., got {}",
+                                typeName(it)));
+      }
+    }
+    return std::move(t).getitem(idx);
+  });
+}
+
+} // namespace lazyjit::script

@@ -1,0 +1,220 @@
+// lazyjit-dump: shows what lazyjit does with a tensor script or kernel ASTs at every stage, runs
+// and checks it (the contract is SCRIPT.md). The driver below reads like the pipeline: parse the
+// options, run the script, schedule its outputs, print the stages before running, run, print the
+// stages after running. Every error ends in main with exit code 1 (user) or 2 (internal).
+#include "Dump.h"
+#include "Script.h"
+#include "ScriptEval.h"
+#include "ToolError.h"
+
+#include "lazyjit/Runtime/Device.h"
+#include "lazyjit/Runtime/Realize.h"
+#include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/Error.h"
+
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <pthread.h>
+#include <sstream>
+
+using namespace lazyjit;
+using lazyjit::tool::ToolError;
+
+namespace {
+
+struct Invocation {
+  std::string input = "-";
+  std::string inputKind; // "script", "ast" or "" (from the file name)
+  std::vector<std::string> emit;
+  std::optional<int> opt, debug;
+  bool noopt = false;
+  std::string outFile;
+  tool::DumpOptions dump;
+};
+
+std::string readInput(const std::string &path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+  } else {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw ToolError("lazyjit-dump: error: cannot open '" + path + "'", 1);
+    ss << f.rdbuf();
+  }
+  return ss.str();
+}
+
+// Splits "a,b" arguments and orders the stages as the pipeline runs them.
+std::vector<std::string> orderStages(const std::vector<std::string> &requested) {
+  std::vector<std::string> names;
+  for (const auto &r : requested) {
+    std::stringstream ss(r);
+    std::string item;
+    while (std::getline(ss, item, ','))
+      if (!item.empty()) {
+        tool::findStage(item); // rejects unknown and unavailable stages
+        names.push_back(item);
+      }
+  }
+  std::vector<std::string> ordered;
+  for (const auto &s : tool::stages())
+    if (std::find(names.begin(), names.end(), s.name) != names.end()) ordered.push_back(s.name);
+  return ordered;
+}
+
+int runScript(const std::string &text, const std::string &file, tool::DumpOptions &opts,
+              std::ostream &out) {
+  script::Script sc = script::parseScript(text, file); // syntax and name errors: nothing runs
+  tool::KernelChecker checker;
+  if (opts.check) checker.install();
+
+  script::Evaluator ev(sc);
+  ev.run();
+
+  tool::DumpContext ctx(out, opts);
+  ctx.outputs = ev.outputs();
+  // the outputs are scheduled together, with one seen set (Tensor.corealize)
+  std::vector<LazyBufferRef> outs;
+  for (const auto &o : ctx.outputs) outs.push_back(o.second.lazydata());
+  ctx.schedule = scheduleMany(outs);
+
+  bool afterRun = false;
+  for (const auto &name : opts.emit) {
+    const tool::Stage &s = tool::findStage(name);
+    if (s.afterRun)
+      afterRun = true;
+    else
+      s.emit(ctx);
+  }
+  if (opts.run || opts.check || afterRun) {
+    runSchedule(std::move(ctx.schedule));
+    ctx.schedule.clear();
+    for (const auto &name : opts.emit) {
+      const tool::Stage &s = tool::findStage(name);
+      if (s.afterRun) s.emit(ctx);
+    }
+  }
+  setScheduleObserver(nullptr);
+  if (checker.mismatch()) {
+    out.flush();
+    throw ToolError("lazyjit-dump: error: --check: " + *checker.mismatch(), 1);
+  }
+  return 0;
+}
+
+int runTool(int argc, char **argv) {
+  Invocation inv;
+  CLI::App app{"lazyjit-dump: print, run and check what lazyjit makes of a tensor program",
+               "lazyjit-dump"};
+  app.add_option("input", inv.input, "tensor script (.lj) or kernel ASTs (.ast); '-' is stdin");
+  app.add_option("--emit", inv.emit,
+                 "stages to print: graph, schedule, ast, index, values (comma-separated)")
+      ->delimiter(',');
+  app.add_option("--input", inv.inputKind, "input kind (default: from the file name)")
+      ->check(CLI::IsMember({"script", "ast"}));
+  app.add_flag("--run", inv.dump.run, "run the program");
+  app.add_flag("--check", inv.dump.check,
+               "also run every kernel in the reference interpreter and compare");
+  app.add_option("--device", inv.dump.device, "CPU, INTERP, CUDA[:N] (default: DEVICE or CPU)");
+  app.add_option("--target", inv.dump.target, "target triple for code generation");
+  app.add_option("--mcpu", inv.dump.mcpu, "target CPU for code generation");
+  app.add_option("--opt", inv.opt, "fusion level of the reference (OPT, 0-4)")
+      ->check(CLI::Range(0, 4));
+  app.add_flag("--noopt", inv.noopt, "no kernel optimizations");
+  app.add_option("--debug", inv.debug, "debug level (DEBUG, 0-5)")->check(CLI::Range(0, 5));
+  app.add_option("-o", inv.outFile, "write the output to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    throw ToolError("lazyjit-dump: error: " + std::string(e.what()), 1);
+  }
+
+  Config cfg = config();
+  if (inv.opt) cfg.opt = *inv.opt;
+  if (inv.debug) cfg.debug = *inv.debug;
+  if (inv.noopt) cfg.noopt = true;
+  if (!inv.dump.device.empty()) cfg.device = canonicalizeDevice(inv.dump.device);
+  setConfig(cfg);
+  inv.dump.device = defaultDevice();
+  getDevice(inv.dump.device); // an unknown device is an error before anything runs
+
+  inv.dump.emit = orderStages(inv.emit);
+  if (inv.emit.empty() && !inv.dump.run && !inv.dump.check) inv.dump.emit = {"schedule"};
+
+  std::ofstream file;
+  std::ostream *out = &std::cout;
+  if (!inv.outFile.empty()) {
+    file.open(inv.outFile, std::ios::binary);
+    if (!file) throw ToolError("lazyjit-dump: error: cannot write '" + inv.outFile + "'", 1);
+    out = &file;
+  }
+  std::string name = inv.input == "-" ? "<stdin>" : inv.input;
+  std::string text = readInput(inv.input);
+  bool isAst = inv.inputKind.empty() ? name.size() > 4 && name.substr(name.size() - 4) == ".ast"
+                                     : inv.inputKind == "ast";
+  int rc =
+      isAst ? tool::runAstInput(text, name, inv.dump, *out) : runScript(text, name, inv.dump, *out);
+  out->flush();
+  return rc;
+}
+
+// Runs the tool and turns every error into a message and an exit code.
+int guardedMain(int argc, char **argv) {
+  try {
+    return runTool(argc, argv);
+  } catch (const ToolError &e) {
+    std::cout.flush();
+    std::cerr << e.what() << "\n";
+    return e.exitCode;
+  } catch (const ParseError &e) {
+    std::cerr << e.what() << "\n"; // already FILE:LINE:COL: error: ...
+    return 1;
+  } catch (const InternalError &e) {
+    std::cerr << "lazyjit-dump: error: internal error: " << e.what() << "\n";
+    return 2;
+  } catch (const Error &e) {
+    std::cerr << "lazyjit-dump: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "lazyjit-dump: error: out of memory\n";
+    return 2;
+  } catch (const std::exception &e) {
+    std::cerr << "lazyjit-dump: error: internal error: " << e.what() << "\n";
+    return 2;
+  } catch (...) {
+    std::cerr << "lazyjit-dump: error: internal error: unknown exception\n";
+    return 2;
+  }
+}
+
+struct ThreadArgs {
+  int argc;
+  char **argv;
+  int rc = 2;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Deep lazy graphs and ASTs are walked recursively by the library; a large stack keeps any
+  // input the parsers accept from overflowing it.
+  ThreadArgs args{argc, argv};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t(1) << 30);
+  pthread_t thread;
+  auto body = [](void *p) -> void * {
+    auto *a = static_cast<ThreadArgs *>(p);
+    a->rc = guardedMain(a->argc, a->argv);
+    return nullptr;
+  };
+  if (pthread_create(&thread, &attr, body, &args) != 0) return guardedMain(argc, argv);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  std::cout.flush();
+  return args.rc;
+}
