@@ -21,5 +21,6 @@ function(lazyjit_add_unittest name)
     LAZYJIT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   add_test(NAME ${name}Tests COMMAND ${name}Tests)
   add_dependencies(lazyjit-unittests ${name}Tests)
-  set_tests_properties(${name}Tests PROPERTIES LABELS unit)
+  # every kernel AST a test produces is verified and round-tripped through its text form
+  set_tests_properties(${name}Tests PROPERTIES LABELS unit ENVIRONMENT "LAZYJIT_VERIFY_AST=1")
 endfunction()

@@ -2,6 +2,8 @@
 // ops of realized buffers (reference realize.py).
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Schedule/Verifier.h"
 #include "lazyjit/Support/Logging.h"
 
 #include <chrono>
@@ -40,6 +42,17 @@ RunStats runSchedule(std::vector<ScheduleItem> sched) {
   auto t0 = Clock::now();
 
   // Compile every compute kernel first, grouped by device, so devices can compile in parallel.
+  // LAZYJIT_VERIFY_AST=1 (set for the test suite): every kernel AST must verify and survive a
+  // round trip through its text form
+  if (config().verifyAst)
+    for (const auto &si : sched) {
+      if (!si.isKernel()) continue;
+      verifyAst(*si.ast);
+      std::string text = printAst(*si.ast);
+      LazyOpRef back = parseAst(text, "<round-trip>");
+      LAZYJIT_INTERNAL_CHECK(*back == *si.ast, "AST text round trip changed the AST:\n{}", text);
+    }
+
   std::vector<std::shared_ptr<Program>> programs(sched.size());
   std::map<std::string, std::vector<size_t>> byDevice;
   for (size_t i = 0; i < sched.size(); ++i)

@@ -68,6 +68,9 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
   }
   if (auto v = lookup("GRAPH")) c.graphPath = *v;
   if (auto v = lookup("CUDA_ARCH")) c.cudaArch = *v;
+  flag = c.verifyAst;
+  intKnob("LAZYJIT_VERIFY_AST", flag, 0, 1);
+  c.verifyAst = flag;
   return c;
 }
 } // namespace detail

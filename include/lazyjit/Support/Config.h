@@ -22,6 +22,7 @@ struct Config {
   bool diskCache = true;                 ///< DISABLE_COMPILER_CACHE=1 turns it off
   std::string graphPath;                 ///< GRAPH: write the lazy graph as Graphviz here
   std::string cudaArch;                  ///< CUDA_ARCH: override the sm_XX used for PTX
+  bool verifyAst = false;                ///< LAZYJIT_VERIFY_AST: verify and text-round-trip every kernel AST
 
   /// Parses the process environment. A bad value throws lazyjit::Error naming the variable.
   static Config fromEnvironment();
