@@ -1,6 +1,7 @@
 // Registers the built-in device factories on first use of the registry.
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Runtime/CPUDevice.h"
+#include "lazyjit/Runtime/CUDADevice.h"
 #include "lazyjit/Runtime/Interpreter.h"
 
 #include <mutex>
@@ -11,6 +12,7 @@ namespace {
 void registerBuiltinsOnce() {
   registerDeviceFactory("INTERP", makeInterpreterDevice);
   registerDeviceFactory("CPU", makeCPUDevice);
+  registerDeviceFactory("CUDA", makeCUDADevice);
 }
 
 } // namespace
