@@ -1,0 +1,63 @@
+// The GPU code path run on the host through the NVPTX emulator (NVPTXEmulator.h): the random
+// differential programs and the GPU-scale programs of the CUDA device tests, built on "NVEMU"
+// (GPU heuristics, NVPTX lowering, CUDA launch mapping) and compared with the interpreter. This is
+// how the GPU backend's numerics are checked on machines without a GPU.
+#include "NVPTXEmulator.h"
+#include "Runtime/GPUPrograms.h"
+#include "Runtime/RandomPrograms.h"
+
+#include <doctest/doctest.h>
+
+using namespace lazyjit;
+
+TEST_CASE("NVPTX emulator: 300 random programs give the same values as the interpreter") {
+  testing::registerNVPTXEmulator();
+  constexpr uint64_t kSeed = 0x1a2b3c4d2023ULL;
+  auto res = randomprograms::compareWithInterpreter("NVEMU", kSeed, 300);
+  MESSAGE("seed ", kSeed, ": ", res.checked, " programs, ", res.elements, " elements compared");
+  CHECK(res.checked == 300);
+}
+
+TEST_CASE("NVPTX emulator: a second seed, 300 more programs") {
+  testing::registerNVPTXEmulator();
+  constexpr uint64_t kSeed = 0x600d5eedULL;
+  auto res = randomprograms::compareWithInterpreter("NVEMU", kSeed, 300);
+  CHECK(res.checked == 300);
+}
+
+TEST_CASE("NVPTX emulator: GPU-scale elementwise kernels match the interpreter") {
+  testing::registerNVPTXEmulator();
+  for (const auto &c : gpuprograms::elementwiseCases()) gpuprograms::checkAgainstInterpreter("NVEMU", c);
+  CHECK(testing::nvptxEmulatorStats().vectorLoads > 0);
+}
+
+TEST_CASE("NVPTX emulator: GPU-scale reductions match the interpreter") {
+  testing::registerNVPTXEmulator();
+  int before = testing::nvptxEmulatorStats().barrierLaunches;
+  for (const auto &c : gpuprograms::reductionCases()) gpuprograms::checkAgainstInterpreter("NVEMU", c);
+  // the grouped reductions really ran through shared memory and the barrier
+  CHECK(testing::nvptxEmulatorStats().barrierLaunches > before);
+}
+
+TEST_CASE("NVPTX emulator: math matches the interpreter and keeps the IEEE special values") {
+  testing::registerNVPTXEmulator();
+  for (DType dt : {dtypes::float32, dtypes::float64, dtypes::float16}) gpuprograms::checkSpecialValues("NVEMU", dt);
+  for (const auto &c : gpuprograms::mathCases()) gpuprograms::checkAgainstInterpreter("NVEMU", c);
+}
+
+TEST_CASE("NVPTX emulator: a symbolic shape runs for several values with one kernel") {
+  testing::registerNVPTXEmulator();
+  auto run = [&](int64_t v, const std::string &d) {
+    Tensor a = gpuprograms::input({4, 1024}, d).shrink({SIntPair(0, 4), SIntPair(0, SInt(variable("n", 1, 1024)->bind(v)))});
+    return (a * 3.0).sum(std::vector<int64_t>{1}) + a.max(std::vector<int64_t>{1});
+  };
+  run(100, "NVEMU").toVector<double>();
+  int kernels = testing::nvptxEmulatorStats().kernels;
+  for (int64_t v : {1, 37, 100, 1024}) {
+    CAPTURE(v);
+    std::vector<double> got = run(v, "NVEMU").toVector<double>(), want = run(v, "INTERP").toVector<double>();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
+  }
+  CHECK(testing::nvptxEmulatorStats().kernels == kernels);
+}
