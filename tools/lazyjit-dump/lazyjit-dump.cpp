@@ -69,6 +69,9 @@ int runScript(const std::string &text, const std::string &file, tool::DumpOption
               std::ostream &out) {
   script::Script sc = script::parseScript(text, file); // syntax and name errors: nothing runs
   tool::KernelChecker checker;
+  struct ObserverReset {
+    ~ObserverReset() { setScheduleObserver(nullptr); } // the checker dies with this scope
+  } observerReset;
   if (opts.check) checker.install();
 
   script::Evaluator ev(sc);
@@ -97,7 +100,6 @@ int runScript(const std::string &text, const std::string &file, tool::DumpOption
       if (s.afterRun) s.emit(ctx);
     }
   }
-  setScheduleObserver(nullptr);
   if (checker.mismatch()) {
     out.flush();
     throw ToolError("lazyjit-dump: error: --check: " + *checker.mismatch(), 1);
