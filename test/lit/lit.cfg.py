@@ -30,3 +30,12 @@ for knob in ["DEBUG", "OPT", "DEVICE", "NOOPT", "LAZYCACHE", "MERGE_VIEW", "GRAP
 config.environment["LAZYJIT_CACHE"] = os.path.join(config.test_exec_root, "kernel-cache")
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", "/usr/bin:/bin")])
+
+# ptxas (from a CUDA toolkit, if one is installed) assembles the PTX of the CodeGen/ptx-* tests:
+# `%if ptxas %{ ... %}` RUN lines run only where it exists.
+import shutil
+ptxas = shutil.which("ptxas") or next(
+    (p for p in ["/usr/local/cuda/bin/ptxas"] if os.access(p, os.X_OK)), None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(tool("ptxas", ptxas))

@@ -4,7 +4,9 @@
 #include "Dump.h"
 #include "ToolError.h"
 
+#include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
+#include "lazyjit/Runtime/CUDADevice.h"
 #include "lazyjit/Schedule/ASTText.h"
 
 #include <cstring>
@@ -185,6 +187,43 @@ void emitValues(DumpContext &ctx) {
   }
 }
 
+// ---- ptx ----------------------------------------------------------------------------------------
+
+// The NVPTX target of --emit=ptx: --target=nvptx64[-nvidia-cuda] with --mcpu (default sm_90), or
+// the GPU of --device=CUDA[:N].
+TargetSpec ptxTarget(const DumpContext &ctx) {
+  const DumpOptions &o = ctx.opts;
+  if (o.target.empty() && o.device.rfind("CUDA", 0) == 0) {
+    CUDADeviceInfo info = cudaDeviceInfo(o.device);
+    TargetSpec t = TargetSpec::nvptx(info.arch);
+    t.features = info.ptxFeatures;
+    return t;
+  }
+  if (o.target.empty() || o.target.rfind("nvptx64", 0) != 0)
+    throw ToolError("lazyjit-dump: error: --emit=ptx needs an NVPTX target: --target=nvptx64 (with --mcpu=sm_XX) "
+                    "or --device=CUDA" + (o.target.empty() ? std::string() : ", not --target=" + o.target),
+                    1);
+  return TargetSpec::nvptx(o.mcpu.empty() ? "sm_90" : o.mcpu);
+}
+
+// Each kernel's PTX after a `// kernel <i> <name> grid=[x, y, z] block=[x, y, z] shared=<bytes>`
+// line (a PTX comment, so a one-kernel output is a valid .ptx file).
+void emitPtx(DumpContext &ctx) {
+  TargetSpec target = ptxTarget(ctx);
+  auto dims = [](const std::vector<int64_t> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  int k = 0;
+  for (const auto &ast : kernelAsts(ctx)) {
+    KernelSignature sig = describeKernel(ast, target, {});
+    ctx.out << "// kernel " << k++ << " " << sig.name << " grid=" << dims(sig.globalSize)
+            << " block=" << dims(sig.localSize) << " shared=" << sig.sharedBytes << "\n"
+            << emitKernelText(ast, target, {}, IRStage::Asm);
+  }
+}
+
 [[noreturn]] void notYet(DumpContext &) {
   throw ToolError("lazyjit-dump: error: internal error: an unavailable stage ran", 2);
 }
@@ -202,7 +241,7 @@ const std::vector<Stage> &stages() {
       {"llvm", false, false, notYet},
       {"llvm-opt", false, false, notYet},
       {"asm", false, false, notYet},
-      {"ptx", false, false, notYet},
+      {"ptx", true, false, emitPtx},
       {"values", true, true, emitValues},
       {"stats", false, true, notYet},
   };
