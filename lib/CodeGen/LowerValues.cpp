@@ -47,6 +47,9 @@ Value *ValueBuilder::fastFlags(Value *v) { return v; }
 
 // Rounds a float register to the values of float16 or bfloat16 (round to nearest even).
 Value *ValueBuilder::roundToHalfPrecision(Value *f, DType dt) {
+  // casts carry no fast-math flags, as in the reference
+  IRBuilderBase::FastMathFlagGuard noFlags(b);
+  b.clearFastMathFlags();
   if (dt == dtypes::float16) return b.CreateFPExt(b.CreateFPTrunc(f, b.getHalfTy()), b.getFloatTy());
   // bfloat16: the top 16 bits of the float, rounded to nearest even; NaN stays a quiet NaN
   Value *u = b.CreateBitCast(f, b.getInt32Ty());
@@ -142,6 +145,9 @@ Value *ValueBuilder::truthy(Val x) {
 }
 
 Val ValueBuilder::convert(Val x, DType to, bool exact) {
+  // casts carry no fast-math flags, as in the reference
+  IRBuilderBase::FastMathFlagGuard noFlags(b);
+  b.clearFastMathFlags();
   DType from = x.dt;
   Type *tt = regType(to);
   auto finish = [&](Value *v) -> Val {
@@ -171,6 +177,9 @@ Val ValueBuilder::convert(Val x, DType to, bool exact) {
 }
 
 Val ValueBuilder::bitcast(Val x, DType to) {
+  // casts carry no fast-math flags, as in the reference
+  IRBuilderBase::FastMathFlagGuard noFlags(b);
+  b.clearFastMathFlags();
   LAZYJIT_USER_CHECK(x.dt.itemsize() == to.itemsize(), DTypeError, "bitcast: {} to {}", x.dt.name(),
                      to.name());
   // go through the memory representation: store type of `from`, reinterpret as `to`

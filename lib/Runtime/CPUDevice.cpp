@@ -120,6 +120,8 @@ public:
     }
     ThreadPool &pool = ThreadPool::global();
     size_t chunks = work < 262144.0 ? 1 : pool.size();
+    info_.global = {extent};
+    info_.local = {static_cast<int64_t>(std::min<size_t>(chunks, static_cast<size_t>(std::max<int64_t>(extent, 1))))};
     void **p = ptrs.data();
     const int64_t *vp = vals.data();
     JIT::Entry fn = entry;

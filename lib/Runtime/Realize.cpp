@@ -36,7 +36,7 @@ GlobalCounters &globalCounters() {
   return c;
 }
 
-RunStats runSchedule(std::vector<ScheduleItem> sched) {
+RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
   using Clock = std::chrono::steady_clock;
   RunStats stats;
   auto t0 = Clock::now();
@@ -99,6 +99,23 @@ RunStats runSchedule(std::vector<ScheduleItem> sched) {
       prg->run(bufs, si.varVals);
       ++stats.kernels;
       ++globalCounters().kernelCount;
+      if (profile) {
+        getDevice(out.device).synchronize();
+        const ProgramInfo &pi = prg->info();
+        std::map<std::string, int64_t> vals;
+        for (const auto &[name, vv] : si.varVals) vals[name] = vv.second;
+        KernelRun kr;
+        kr.name = pi.name;
+        kr.device = out.device;
+        kr.global = pi.global;
+        kr.local = pi.local;
+        kr.seconds = std::chrono::duration<double>(Clock::now() - k0).count();
+        kr.compileSeconds = pi.compileSeconds;
+        kr.fromCache = pi.fromCache;
+        kr.flops = static_cast<double>(symInfer(pi.flops, vals));
+        kr.bytes = static_cast<double>(pi.memBytes);
+        stats.runs.push_back(std::move(kr));
+      }
     }
     if (debugAtLeast(2)) {
       getDevice(out.device).synchronize();

@@ -5,6 +5,7 @@
 
 #include "lazyjit/Graph/LazyOp.h"
 #include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Tensor/Tensor.h"
 
@@ -34,6 +35,7 @@ struct DumpContext {
   // script input
   std::vector<std::pair<std::string, Tensor>> outputs;
   std::vector<ScheduleItem> schedule; ///< the outputs' schedule, computed before running
+  RunStats runStats; ///< what ran (per-kernel timings when --emit=stats asked for them)
   // AST input
   std::string astFile;
   std::vector<LazyOpRef> asts;

@@ -7,6 +7,7 @@
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Runtime/CUDADevice.h"
+#include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/Schedule/ASTText.h"
 
 #include <cstring>
@@ -224,8 +225,72 @@ void emitPtx(DumpContext &ctx) {
   }
 }
 
-[[noreturn]] void notYet(DumpContext &) {
-  throw ToolError("lazyjit-dump: error: internal error: an unavailable stage ran", 2);
+// ---- kernel, llvm, llvm-opt, asm, stats ---------------------------------------------------------
+
+// The code-generation target: the host CPU, or NVPTX with --target=nvptx64 (--mcpu=sm_XX).
+TargetSpec codegenTarget(const DumpContext &ctx) {
+  const DumpOptions &o = ctx.opts;
+  if (!o.target.empty() && o.target.rfind("nvptx64", 0) == 0) return ptxTarget(ctx);
+  if (o.device.rfind("CUDA", 0) == 0) return ptxTarget(ctx);
+  TargetSpec t = TargetSpec::host();
+  if (!o.target.empty() && o.target != t.triple)
+    throw ToolError("lazyjit-dump: error: unsupported --target=" + o.target + " (supported: the host triple " +
+                        t.triple + ", nvptx64)",
+                    1);
+  if (!o.mcpu.empty()) t.cpu = o.mcpu;
+  return t;
+}
+
+// --emit=kernel: each kernel after optimization: full shape, axis kinds, options, launch dims.
+void emitKernel(DumpContext &ctx) {
+  TargetSpec target = codegenTarget(ctx);
+  auto dims = [](const std::vector<int64_t> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  int k = 0;
+  for (const auto &ast : kernelAsts(ctx)) {
+    KernelSignature sig = describeKernel(ast, target, {});
+    ctx.out << "# kernel " << k++ << "\n" << sig.kernelSummary << "\n";
+    if (target.kind == TargetSpec::Kind::NVPTX)
+      ctx.out << "  launch grid=" << dims(sig.globalSize) << " block=" << dims(sig.localSize)
+              << " shared=" << sig.sharedBytes << "\n";
+    else {
+      // CPU: the outermost loop is split across the thread pool
+      Kernel kern = buildKernel(ast, target, {});
+      SInt outer = kern.firstReduce() > 0 ? kern.fullShape()[0] : SInt(1);
+      ctx.out << "  launch outer_range=" << outer.render() << " threads=" << ThreadPool::global().size() << "\n";
+    }
+  }
+}
+
+void emitIR(DumpContext &ctx, IRStage stage) {
+  TargetSpec target = codegenTarget(ctx);
+  int k = 0;
+  for (const auto &ast : kernelAsts(ctx)) {
+    KernelSignature sig = describeKernel(ast, target, {});
+    const char *comment = stage == IRStage::Asm ? (target.kind == TargetSpec::Kind::NVPTX ? "//" : "#") : ";";
+    ctx.out << comment << " kernel " << k++ << " " << sig.name << "\n" << emitKernelText(ast, target, {}, stage);
+  }
+}
+
+// --emit=stats: per kernel as it ran: name, launch dims, time, GFLOP/s, GB/s.
+void emitStats(DumpContext &ctx) {
+  auto dims = [](const std::vector<int64_t> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  int k = 0;
+  for (const auto &r : ctx.runStats.runs) {
+    double t = std::max(r.seconds, 1e-9);
+    ctx.out << fmt::format("kernel {} {} device={} global={} local={} time={:.3f}us gflops={:.3f} gbps={:.3f} "
+                           "compile={:.3f}ms{}\n",
+                           k++, r.name, r.device, dims(r.global), dims(r.local), r.seconds * 1e6, r.flops / t / 1e9,
+                           r.bytes / t / 1e9, r.compileSeconds * 1e3, r.fromCache ? " (cached)" : "");
+  }
+  ctx.out << "# " << ctx.runStats.runs.size() << " kernels ran\n";
 }
 
 } // namespace
@@ -236,14 +301,13 @@ const std::vector<Stage> &stages() {
       {"schedule", true, false, emitSchedule},
       {"ast", true, false, emitAst},
       {"index", true, false, emitIndex},
-      // stages of the CPU and CUDA backends, reserved until they land
-      {"kernel", false, false, notYet},
-      {"llvm", false, false, notYet},
-      {"llvm-opt", false, false, notYet},
-      {"asm", false, false, notYet},
+      {"kernel", true, false, emitKernel},
+      {"llvm", true, false, [](DumpContext &c) { emitIR(c, IRStage::LLVM); }},
+      {"llvm-opt", true, false, [](DumpContext &c) { emitIR(c, IRStage::LLVMOpt); }},
+      {"asm", true, false, [](DumpContext &c) { emitIR(c, IRStage::Asm); }},
       {"ptx", true, false, emitPtx},
       {"values", true, true, emitValues},
-      {"stats", false, true, notYet},
+      {"stats", true, true, emitStats},
   };
   return all;
 }

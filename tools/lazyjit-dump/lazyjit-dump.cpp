@@ -93,7 +93,8 @@ int runScript(const std::string &text, const std::string &file, tool::DumpOption
       s.emit(ctx);
   }
   if (opts.run || opts.check || afterRun) {
-    runSchedule(std::move(ctx.schedule));
+    bool profile = std::find(opts.emit.begin(), opts.emit.end(), "stats") != opts.emit.end();
+    ctx.runStats = runSchedule(std::move(ctx.schedule), profile);
     ctx.schedule.clear();
     for (const auto &name : opts.emit) {
       const tool::Stage &s = tool::findStage(name);

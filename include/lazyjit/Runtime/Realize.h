@@ -10,16 +10,30 @@
 
 namespace lazyjit {
 
+/// One compute kernel as it ran (recorded when profiling).
+struct KernelRun {
+  std::string name;
+  std::string device;
+  std::vector<int64_t> global, local; ///< launch dims (CPU: the outer range and the chunks)
+  double seconds = 0;                 ///< run time, the device synchronized
+  double compileSeconds = 0;
+  bool fromCache = false;
+  double flops = 0;
+  double bytes = 0;
+};
+
 struct RunStats {
   int kernels = 0; ///< compute kernels run
   int copies = 0;
   int customs = 0;
   double seconds = 0;
+  std::vector<KernelRun> runs; ///< per kernel, when profiling
 };
 
 /// Runs every item in order. Compute kernels of one schedule are compiled before running (on
-/// devices that compile in parallel, concurrently).
-RunStats runSchedule(std::vector<ScheduleItem> schedule);
+/// devices that compile in parallel, concurrently). With `profile`, each kernel is timed with
+/// the device synchronized and recorded in RunStats::runs.
+RunStats runSchedule(std::vector<ScheduleItem> schedule, bool profile = false);
 
 /// Observer hook: called after each item runs (tests and lazyjit-dump use it).
 using ScheduleObserver = std::function<void(const ScheduleItem &, const Program *)>;
