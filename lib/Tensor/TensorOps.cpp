@@ -167,9 +167,20 @@ Tensor Tensor::xorWith(Operand xIn, bool reverse) const & {
   return mlBinary(Op::Xor, a, b);
 }
 
+namespace {
+// Whether an op of `self` and `x` computes in an integer or bool dtype (a scalar takes self's).
+bool integerResult(const Tensor &self, const Operand &x) {
+  DType dt = x.isTensor() ? promote(self.dtype(), x.tensor().dtype()) : self.dtype();
+  return !dt.isFloating();
+}
+} // namespace
+
 Tensor Tensor::maximum(Operand xIn) const & {
   TI::checkBroadcast("maximum", *this, xIn);
   Operand x = std::move(xIn);
+  // The reference's tie rule (self + x) / 2 overflows for integers (maximum(int8 100, 100) is -28);
+  // it only serves to split gradients, so integers select directly.
+  if (integerResult(*this, x)) return lt(x).where(x, *this);
   // (self<x).detach().where(x, (self>x).detach().where(self, (self+x)/2)), left to right
   Tensor less = lt(x).detach();
   Tensor inner = gt(x).detach().where(*this, add(x).div(2));
@@ -179,6 +190,9 @@ Tensor Tensor::maximum(Operand xIn) const & {
 Tensor Tensor::minimum(Operand xIn) const & {
   TI::checkBroadcast("minimum", *this, xIn);
   Operand x = std::move(xIn);
+  // -x is no order reversal for integers (unsigned -0 is 0, -INT_MIN is INT_MIN): the reference's
+  // minimum(uint8 0, 3) is 3, so integers select directly.
+  if (integerResult(*this, x)) return lt(x).where(*this, x);
   Tensor ns = neg();
   Operand nx = x.isTensor() ? Operand(x.tensor().neg()) : Operand(-x.value);
   return ns.maximum(nx).neg();
@@ -248,7 +262,11 @@ Tensor Tensor::floor() const & {
 }
 Tensor Tensor::square() const & { return mul(*this); }
 Tensor Tensor::clip(double lo, double hi) const & { return maximum(lo).minimum(hi); }
-Tensor Tensor::abs() const & { return relu().add(neg().relu()); }
+Tensor Tensor::abs() const & {
+  // relu(x) + relu(-x) wraps for unsigned ints (abs(uint8 5) was 0) and is true for bool false
+  if (dtype().isUnsigned() || dtype().isBool()) return *this;
+  return relu().add(neg().relu());
+}
 Tensor Tensor::sign() const & { return toFloat().div(toFloat().abs().add(1e-12)).cast(dtype()); }
 Tensor Tensor::reciprocal() const & { return div(1.0, true); }
 Tensor Tensor::elu(double alpha) const & {

@@ -70,8 +70,20 @@ Tensor Tensor::sum(const Axes &axis, bool keepdim) const & { return TI::reduce(*
 Tensor Tensor::max(const Axes &axis, bool keepdim) const & {
   return TI::reduce(*this, Op::ReduceMax, axis, keepdim);
 }
+namespace {
+// An order-reversing bijection of the dtype's values, as neg() is for floats and bools: for
+// integers the bitwise not (x ^ -1 or x ^ max), since -x maps unsigned 0 to 0 and INT_MIN to itself
+// (the reference's min of uint8 [0, 5] is 5).
+Tensor reverseOrder(const Tensor &t) {
+  if (!t.dtype().isInt()) return t.neg();
+  double ones = t.dtype().isUnsigned() ? std::ldexp(1.0, static_cast<int>(t.dtype().itemsize()) * 8) - 1 : -1;
+  return t.xorWith(ones);
+}
+} // namespace
+
 Tensor Tensor::min(const Axes &axis, bool keepdim) const & {
   normAxes("min", *this, axis);
+  if (dtype().isInt()) return reverseOrder(reverseOrder(*this).max(axis, keepdim));
   return neg().max(axis, keepdim).neg();
 }
 
@@ -151,7 +163,7 @@ Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const & {
 
 Tensor Tensor::argmin(std::optional<int64_t> axis, bool keepdim) const & {
   if (axis) normAxis("argmin", *this, *axis);
-  return neg().argmax(axis, keepdim);
+  return reverseOrder(*this).argmax(axis, keepdim);
 }
 
 Tensor TensorInternals::cumsumImpl(const Tensor &self, int64_t axis, bool firstZero) {

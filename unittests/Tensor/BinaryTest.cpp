@@ -403,3 +403,28 @@ TEST_CASE("Tensor binary: xor of integers and bools, with scalars and broadcasti
     expectExact(make({1, 6}, {2}, dev, dtypes::int32).xorWith(12, true), {2}, {13, 10});
   }
 }
+
+TEST_CASE("Tensor binary: integer maximum, minimum and clip at the dtype's edges") {
+  for (const std::string &dev : devices()) {
+    CAPTURE(dev);
+    // ties do not overflow (the reference's (a + b) / 2 gives -28 for int8 100, 100)
+    expectExact(make({100, -128, 5}, {3}, dev, dtypes::int8)
+                    .maximum(make({100, -128, 7}, {3}, dev, dtypes::int8)),
+                {3}, {100, -128, 7});
+    expectExact(
+        make({200, 255}, {2}, dev, dtypes::uint8).maximum(make({200, 0}, {2}, dev, dtypes::uint8)),
+        {2}, {200, 255});
+    // unsigned 0 and INT_MIN are no fixed points of the order (the reference's minimum(uint8 0, 3)
+    // is 3)
+    expectExact(make({0, 5, 3}, {3}, dev, dtypes::uint8).minimum(3), {3}, {0, 3, 3});
+    expectExact(
+        make({0, 200}, {2}, dev, dtypes::uint16).minimum(make({7, 100}, {2}, dev, dtypes::uint16)),
+        {2}, {0, 100});
+    expectExact(make({-2147483648.0, 4}, {2}, dev, dtypes::int32).minimum(0), {2},
+                {-2147483648.0, 0});
+    expectExact(make({0, 9, 250}, {3}, dev, dtypes::uint8).clip(2, 200), {3}, {2, 9, 200});
+    // an int tensor against a float tensor still promotes to float
+    expectExact(make({1, 5}, {2}, dev, dtypes::int32).minimum(make({2.5, 2.5}, {2}, dev)), {2},
+                {1, 2.5});
+  }
+}

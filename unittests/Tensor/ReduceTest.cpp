@@ -295,3 +295,26 @@ TEST_CASE("Tensor reduce: cumsum along each axis, short and beyond the 512 split
                 hostCumsum(l2, {600, 2}, 0));
   }
 }
+
+TEST_CASE("Tensor reduce: min and argmin of unsigned and signed integers at the dtype's edges") {
+  for (const std::string &dev : devices()) {
+    CAPTURE(dev);
+    // the reference negates, which maps unsigned 0 to 0 and INT_MIN to itself
+    for (DType dt : {dtypes::uint8, dtypes::uint16, dtypes::uint32, dtypes::uint64}) {
+      CAPTURE(dt.name());
+      Tensor u = make({5, 0, 7, 200, 1, 0}, {2, 3}, dev, dt);
+      expectExact(u.min(), {}, {0});
+      expectExact(u.min(Ints{1}), {2}, {0, 0});
+      expectExact(u.min(Ints{0}, true), {1, 3}, {5, 0, 0});
+      expectExact(u.argmin(), {}, {1});
+      expectExact(u.argmin(1), {2}, {1, 2});
+    }
+    Tensor s = make({-2147483648.0, 5, 0, -7}, {2, 2}, dev, dtypes::int32);
+    expectExact(s.min(), {}, {-2147483648.0});
+    expectExact(s.min(Ints{1}), {2}, {-2147483648.0, -7});
+    expectExact(s.argmin(0), {2}, {0, 1});
+    expectExact(make({-128, 127}, {2}, dev, dtypes::int8).min(), {}, {-128});
+    // an empty integer min is the dtype's largest value
+    expectExact(make({}, {0, 2}, dev, dtypes::int16).min(Ints{0}), {2}, {32767, 32767});
+  }
+}

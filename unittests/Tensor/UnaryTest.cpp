@@ -250,3 +250,13 @@ TEST_CASE("Tensor unary: trunc, ceil and floor on exact integers, halves and neg
     }
   }
 }
+
+TEST_CASE("Tensor unary: abs of unsigned and bool tensors is the identity") {
+  for (const std::string &dev : devices()) {
+    CAPTURE(dev);
+    // relu(x) + relu(-x) wrapped: the reference's abs(uint8 5) is 0 and abs(false) is true
+    expectExact(make({0, 5, 255}, {3}, dev, dtypes::uint8).abs(), {3}, {0, 5, 255});
+    expectExact(make({0, 70000}, {2}, dev, dtypes::uint32).abs(), {2}, {0, 70000});
+    expectExact(make({0, 1}, {2}, dev, dtypes::boolean).abs(), {2}, {0, 1});
+  }
+}
