@@ -34,6 +34,19 @@ std::string describe(const Tensor &t) {
   return std::string(t.dtype().name()) + fmtShape(t.shape());
 }
 
+int64_t checkedNumel(const char *op, const Shape &s) {
+  int64_t n = 1;
+  for (const auto &d : s) {
+    if (!d.isInt()) continue;
+    int64_t v = d.asInt();
+    LAZYJIT_USER_CHECK(v >= 0, ShapeError, "{}: negative dimension in {}", op, fmtShape(s));
+    bool overflow = __builtin_mul_overflow(n, v, &n);
+    LAZYJIT_USER_CHECK(!overflow && n <= (int64_t(1) << 62), ShapeError,
+                       "{}: shape {} has too many elements (more than 2^62)", op, fmtShape(s));
+  }
+  return n;
+}
+
 int64_t normAxis(const char *op, const Tensor &t, int64_t axis, int64_t ndimExtra) {
   int64_t n = t.ndim() + ndimExtra;
   LAZYJIT_USER_CHECK(axis >= -n && axis < n && n > 0, ShapeError,
@@ -102,6 +115,7 @@ Tensor mlFlip(const Tensor &x, const std::vector<int64_t> &axis) {
 
 Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device) {
   LAZYJIT_INTERNAL_CHECK(lazydata, "Tensor from a null LazyBuffer");
+  checkedNumel("tensor", lazydata->shape);
   std::string dev = device ? canonicalizeDevice(*device) : lazydata->device;
   lb = lazydata->device == dev ? std::move(lazydata) : lazydata->copyToDevice(dev);
 }
@@ -198,7 +212,15 @@ std::vector<uint8_t> Tensor::toBytes() const {
   LAZYJIT_USER_CHECK(allInt(shape()), UnsupportedError,
                      "cannot read back {}: the shape is symbolic", describe(*this));
   int64_t n = prodInt(shape());
-  std::vector<uint8_t> out(static_cast<size_t>(n) * dtype().itemsize());
+  LAZYJIT_USER_CHECK(static_cast<double>(n) * dtype().itemsize() < 0x1p47, UnsupportedError,
+                     "cannot read back {}: {} elements do not fit in host memory", describe(*this), n);
+  std::vector<uint8_t> out;
+  try {
+    out.resize(static_cast<size_t>(n) * dtype().itemsize());
+  } catch (const std::bad_alloc &) {
+    throw DeviceError(fmt::format("cannot read back {}: out of host memory for {} bytes",
+                                  describe(*this), n * dtype().itemsize()));
+  }
   if (n == 0) return out;
   // the reference's numpy(): detach().contiguous().realize(), then copy the realized buffer
   Tensor c = detach().contiguous();
@@ -271,9 +293,7 @@ Tensor TensorInternals::loadop(Op op, int64_t size, const TensorOptions &opts, L
 static int64_t creationSize(const char *op, const Shape &shape) {
   LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "{}: cannot create with symbolic shape {}", op,
                      fmtShape(shape));
-  for (const auto &s : shape)
-    LAZYJIT_USER_CHECK(s.asInt() >= 0, ShapeError, "{}: negative dimension in {}", op, fmtShape(shape));
-  return prodInt(shape);
+  return checkedNumel(op, shape);
 }
 
 Tensor Tensor::empty(const Shape &shape, const TensorOptions &opts) {

@@ -14,6 +14,10 @@ std::string describe(const Tensor &t);
 std::string fmtShape(const Shape &s);
 std::string fmtInts(const std::vector<int64_t> &v);
 
+/// The element count of a concrete shape; throws ShapeError naming the op when it does not fit in
+/// 62 bits (Python's integers never overflow; lazyjit's int64 arithmetic must not either).
+int64_t checkedNumel(const char *op, const Shape &s);
+
 /// Normalizes a possibly negative axis for an op; throws ShapeError naming the op.
 int64_t normAxis(const char *op, const Tensor &t, int64_t axis, int64_t ndimExtra = 0);
 

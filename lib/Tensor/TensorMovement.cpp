@@ -58,6 +58,7 @@ Tensor Tensor::expand(const Shape &arg) const & {
                        fmtShape(arg), i, shape()[i].render());
     ns.push_back(x);
   }
+  checkedNumel("expand", ns);
   return mlExpand(*this, ns);
 }
 
@@ -252,6 +253,7 @@ Tensor Tensor::repeat(const std::vector<int64_t> &repeats) const & {
     expandShape.push_back(base[i]);
     finalShape.push_back(SInt(repeats[i]) * base[i]);
   }
+  checkedNumel("repeat", finalShape);
   return reshape(newShape).expand(expandShape).reshape(finalShape);
 }
 

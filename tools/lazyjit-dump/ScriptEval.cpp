@@ -28,7 +28,7 @@ template <typename F> auto Evaluator::located(Loc loc, F &&f) -> decltype(f()) {
   } catch (const Error &e) {
     fail(loc, e.what());
   } catch (const std::bad_alloc &) {
-    fail(loc, "out of memory", 2);
+    fail(loc, "out of memory: the script needs more memory than this host has");
   } catch (const std::exception &e) {
     fail(loc, std::string("internal error: ") + e.what(), 2);
   }

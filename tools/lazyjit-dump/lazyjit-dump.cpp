@@ -114,8 +114,12 @@ int runTool(int argc, char **argv) {
                "lazyjit-dump"};
   app.add_option("input", inv.input, "tensor script (.lj) or kernel ASTs (.ast); '-' is stdin");
   app.add_option("--emit", inv.emit,
-                 "stages to print: graph, schedule, ast, index, values (comma-separated)")
-      ->delimiter(',');
+                 "stages to print, comma-separated: graph, schedule, ast, index, kernel, llvm, "
+                 "llvm-opt, asm, ptx, values, stats (repeatable)")
+      ->delimiter(',')
+      ->expected(1) // `--emit=values FILE`: the input is not a second stage name
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--input", inv.inputKind, "input kind (default: from the file name)")
       ->check(CLI::IsMember({"script", "ast"}));
   app.add_flag("--run", inv.dump.run, "run the program");
@@ -183,8 +187,9 @@ int guardedMain(int argc, char **argv) {
     std::cerr << "lazyjit-dump: error: " << e.what() << "\n";
     return 1;
   } catch (const std::bad_alloc &) {
+    // a resource limit hit by what the input asks for, not a bug in the tool
     std::cerr << "lazyjit-dump: error: out of memory\n";
-    return 2;
+    return 1;
   } catch (const std::exception &e) {
     std::cerr << "lazyjit-dump: error: internal error: " << e.what() << "\n";
     return 2;
