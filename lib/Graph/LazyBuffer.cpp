@@ -15,34 +15,42 @@ namespace lazyjit {
 
 // ---- WeakBufferSet --------------------------------------------------------------------------------
 
-void WeakBufferSet::prune() const {
-  items.erase(std::remove_if(items.begin(), items.end(),
-                             [](const auto &p) { return p.second.expired(); }),
-              items.end());
+namespace {
+template <typename T> void eraseOne(std::vector<T> &v, const void *x) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] == x) {
+      v[i] = v.back();
+      v.pop_back();
+      return;
+    }
+}
+} // namespace
+
+WeakBufferSet::~WeakBufferSet() {
+  for (LazyBuffer *b : items) eraseOne(b->memberOf_, this);
 }
 
-void WeakBufferSet::add(const LazyBufferRef &b) {
-  prune();
-  for (const auto &p : items)
-    if (p.first == b.get()) return;
-  items.emplace_back(b.get(), b);
+void WeakBufferSet::add(LazyBuffer *b) {
+  for (const LazyBuffer *x : items)
+    if (x == b) return;
+  items.push_back(b);
+  b->memberOf_.push_back(this);
 }
 
 void WeakBufferSet::discard(const LazyBuffer *b) {
-  items.erase(std::remove_if(items.begin(), items.end(),
-                             [&](const auto &p) { return p.first == b || p.second.expired(); }),
-              items.end());
-}
-
-size_t WeakBufferSet::size() const {
-  prune();
-  return items.size();
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i] == b) {
+      eraseOne(items[i]->memberOf_, this);
+      items[i] = items.back();
+      items.pop_back();
+      return;
+    }
 }
 
 std::vector<LazyBufferRef> WeakBufferSet::live() const {
   std::vector<LazyBufferRef> out;
-  for (const auto &p : items)
-    if (auto s = p.second.lock()) out.push_back(std::move(s));
+  out.reserve(items.size());
+  for (LazyBuffer *b : items) out.push_back(b->shared_from_this());
   return out;
 }
 
@@ -65,14 +73,22 @@ LazyBuffer::LazyBuffer(std::string device_, ShapeTracker st_, OpType optype_, La
   LAZYJIT_INTERNAL_CHECK(base_ || st.contiguous(), "unbased LazyBuffers must be contiguous");
 }
 
+LazyBuffer::~LazyBuffer() {
+  // leave every set first: nothing may see this buffer as a live child while its members go
+  for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
+}
+
 LazyBufferRef LazyBuffer::create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
                                  DType dtype, std::shared_ptr<Buffer> realized,
                                  LazyBufferRef base) {
   auto ret = std::make_shared<LazyBuffer>(std::move(device), std::move(st), optype, op, dtype,
                                           std::move(realized), base);
-  if (op)
-    for (const auto &x : op->buffers()) x->children.add(ret);
-  if (base) base->views.add(ret);
+  if (op) {
+    const auto &bufs = op->buffers();
+    ret->memberOf_.reserve(bufs.size() + (base ? 1 : 0));
+    for (LazyBuffer *x : bufs) x->children.add(ret.get());
+  }
+  if (base) base->views.add(ret.get());
   return ret;
 }
 

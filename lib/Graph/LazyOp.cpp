@@ -92,30 +92,59 @@ bool LazyOp::operator==(const LazyOp &o) const {
   return argEqual(arg, o.arg);
 }
 
-const std::vector<LazyBufferRef> &LazyOp::buffers() const {
+const std::vector<LazyBuffer *> &LazyOp::buffers() const {
   if (!buffers_) {
-    auto out = std::make_unique<std::vector<LazyBufferRef>>();
+    // The union of the sources' buffers in first-seen order. A merged elementwise chain holds
+    // every constant of the chain, so this runs once per op over long lists: the first op source
+    // is already deduplicated and is copied whole; the rest is checked by a linear scan when that
+    // is cheap (the usual case: one new buffer against the chain) and through a hash set when not.
+    auto out = std::make_unique<std::vector<LazyBuffer *>>();
+    size_t first = 0;
+    if (!src.empty() && !src[0].isBuffer()) {
+      *out = src[0].op->buffers();
+      first = 1;
+    }
+    size_t rest = 0;
+    for (size_t i = first; i < src.size(); ++i)
+      rest += src[i].isBuffer() ? 1 : src[i].op->buffers().size();
+    out->reserve(out->size() + rest);
     std::unordered_set<const LazyBuffer *> seen;
-    for (const auto &s : src) {
-      if (s.isBuffer()) {
-        if (seen.insert(s.buf.get()).second) out->push_back(s.buf);
-      } else {
-        for (const auto &b : s.op->buffers())
-          if (seen.insert(b.get()).second) out->push_back(b);
+    bool hashed = rest * (out->size() + rest) > 4096;
+    if (hashed)
+      for (LazyBuffer *x : *out) seen.insert(x);
+    auto push = [&](LazyBuffer *b) {
+      if (hashed) {
+        if (seen.insert(b).second) out->push_back(b);
+        return;
       }
+      for (LazyBuffer *x : *out)
+        if (x == b) return;
+      out->push_back(b);
+    };
+    for (size_t i = first; i < src.size(); ++i) {
+      if (src[i].isBuffer())
+        push(src[i].buf.get());
+      else
+        for (LazyBuffer *b : src[i].op->buffers()) push(b);
     }
     buffers_ = std::move(out);
   }
   return *buffers_;
 }
 
+namespace {
+void collectLazyops(const LazyOp *op, std::vector<const LazyOp *> &out) {
+  out.push_back(op);
+  for (const auto &s : op->src)
+    if (!s.isBuffer()) collectLazyops(s.op.get(), out);
+}
+} // namespace
+
 std::vector<const LazyOp *> LazyOp::lazyops() const {
-  std::vector<const LazyOp *> out{this};
-  for (const auto &s : src)
-    if (!s.isBuffer()) {
-      auto sub = s.op->lazyops();
-      out.insert(out.end(), sub.begin(), sub.end());
-    }
+  // preorder, every occurrence (the reference's get_lazyops), in one pass: a chain of n merged
+  // elementwise ops costs O(n), not O(n^2) as concatenating the sources' lists would
+  std::vector<const LazyOp *> out;
+  collectLazyops(this, out);
   return out;
 }
 

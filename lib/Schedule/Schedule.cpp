@@ -29,7 +29,7 @@ LazyOpRef astReduceOps(const LazyOp &op) {
 LazyOpRef astBinaryOps(const LazyOp &op, const Shape &shape) {
   const auto &bufs = op.buffers();
   std::vector<std::pair<const LazyBuffer *, std::optional<LazySrc>>> realSrcs;
-  for (const auto &b : bufs) realSrcs.emplace_back(b.get(), std::nullopt);
+  for (LazyBuffer *b : bufs) realSrcs.emplace_back(b, std::nullopt);
   auto slot = [&](const LazyBuffer *b) -> std::optional<LazySrc> * {
     for (auto &p : realSrcs)
       if (p.first == b) return &p.second;
@@ -38,12 +38,12 @@ LazyOpRef astBinaryOps(const LazyOp &op, const Shape &shape) {
 
   // NOTE: contiguous does not always mean the same size with SHRINK (reference comment)
   std::vector<std::pair<LazyBufferRef, LazyBuffer *>> psrcs;
-  for (const auto &buf : bufs) {
+  for (LazyBuffer *buf : bufs) {
     if (buf->children.size() > 1) continue;
-    LazyBuffer *root = getMovementRootContiguous(buf.get());
+    LazyBuffer *root = getMovementRootContiguous(buf);
     if (root->optype == OpType::Reduce && !root->isRealized() &&
         pyEq(prod(root->shape), prod(buf->shape)) && root->children.size() <= 1)
-      psrcs.emplace_back(buf, root);
+      psrcs.emplace_back(buf->shared_from_this(), root);
   }
   Shape intermediate = shape;
   std::vector<std::pair<const LazyBuffer *, LazySrc>> extra;
@@ -53,11 +53,11 @@ LazyOpRef astBinaryOps(const LazyOp &op, const Shape &shape) {
     LazyOpRef top = astReduceOps(*root->op);
     *slot(buf.get()) = LazySrc(top);
     // the reduce op buffers are not modified
-    for (const auto &x : top->buffers()) {
-      if (auto *s = slot(x.get()))
-        *s = LazySrc(x);
+    for (LazyBuffer *x : top->buffers()) {
+      if (auto *s = slot(x))
+        *s = LazySrc(x->shared_from_this());
       else
-        extra.emplace_back(x.get(), LazySrc(x));
+        extra.emplace_back(x, LazySrc(x->shared_from_this()));
     }
     // if the ReduceOp is followed by a reshape, we push this reshape before all the inputs
     if (buf->shape != root->shape) {
@@ -81,23 +81,23 @@ LazyOpRef astBinaryOps(const LazyOp &op, const Shape &shape) {
 // _replace_bufferops: leaves become LOAD(MemBuffer) of the deduplicated base buffers, or CONST.
 std::pair<LazyOpRef, std::vector<LazyBufferRef>> replaceBufferOps(const LazyOpRef &op) {
   std::vector<LazyBufferRef> baseBufs;
-  for (const auto &x : op->buffers()) {
+  for (LazyBuffer *x : op->buffers()) {
     if (x->isUnrealizedConst()) continue;
     LazyBufferRef b = x->baseShared();
     if (std::none_of(baseBufs.begin(), baseBufs.end(), [&](const auto &y) { return y == b; }))
       baseBufs.push_back(b);
   }
   BufferMap replacements;
-  for (const auto &x : op->buffers()) {
+  for (LazyBuffer *x : op->buffers()) {
     ShapeTracker st = x->st.simplify().unbind();
     auto it = std::find_if(baseBufs.begin(), baseBufs.end(),
                            [&](const auto &y) { return y.get() == x->base(); });
     if (it != baseBufs.end()) {
       int idx = static_cast<int>(it - baseBufs.begin()) + 1;
-      replacements.emplace(x.get(), LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{idx, x->dtype(), st})));
+      replacements.emplace(x, LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{idx, x->dtype(), st})));
     } else if (!x->isRealized() && x->base()->op->op == Op::LoadConst) {
       double v = std::get<double>(x->base()->op->arg);
-      replacements.emplace(x.get(),
+      replacements.emplace(x,
                            LazySrc(LazyOp::make(Op::Const, {}, ConstBuffer{v, x->dtype(), st})));
     } else {
       LAZYJIT_INTERNAL_CHECK(false, "schedule: not handled {}", x->repr());
@@ -139,13 +139,14 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &self, SeenSet &seen) {
 
   // schedule the past
   std::vector<ScheduleItem> ret;
-  for (const auto &x : op->buffers()) {
-    auto sub = schedule(x, seen);
+  for (LazyBuffer *x : op->buffers()) {
+    if (seen.contains(x) || x->isRealized() || x->isUnrealizedConst()) continue;
+    auto sub = schedule(x->shared_from_this(), seen);
     ret.insert(ret.end(), std::make_move_iterator(sub.begin()), std::make_move_iterator(sub.end()));
   }
 
   std::vector<const ShapeTracker *> sts{&self->st};
-  for (const auto &b : op->buffers()) sts.push_back(&b->st);
+  for (const LazyBuffer *b : op->buffers()) sts.push_back(&b->st);
   VarVals varVals = mergeVarVals(sts);
 
   auto [ast, baseBufs] = replaceBufferOps(op);

@@ -35,7 +35,7 @@ public:
     if (auto it = ids.find(b.get()); it != ids.end()) return it->second;
     // sources first; the walk recurses along the graph (lazyjit-dump runs on a large stack)
     if (b->op)
-      for (const auto &src : b->op->buffers()) visit(src);
+      for (LazyBuffer *src : b->op->buffers()) visit(src->shared_from_this());
     if (b->isView()) visit(b->baseRef());
     int id = next++;
     ids.emplace(b.get(), id);

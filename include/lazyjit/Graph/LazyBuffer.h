@@ -21,19 +21,27 @@
 namespace lazyjit {
 
 /// A set of weak references to LazyBuffers with Python WeakSet semantics: identity membership,
-/// and a size that counts live members only.
+/// and a size that counts live members only. The links are intrusive: a LazyBuffer leaves every
+/// set it is in when it dies, and a set unlinks its members when it dies, so size() is O(1) and
+/// nothing dead is ever scanned.
 class WeakBufferSet {
 public:
-  void add(const LazyBufferRef &b);
+  WeakBufferSet() = default;
+  WeakBufferSet(const WeakBufferSet &) = delete;
+  WeakBufferSet &operator=(const WeakBufferSet &) = delete;
+  ~WeakBufferSet();
+
+  void add(LazyBuffer *b);
+  void add(const LazyBufferRef &b) { add(b.get()); }
   void discard(const LazyBuffer *b);
   /// The number of live members.
-  size_t size() const;
-  bool empty() const { return size() == 0; }
+  size_t size() const { return items.size(); }
+  bool empty() const { return items.empty(); }
   std::vector<LazyBufferRef> live() const;
 
 private:
-  mutable std::vector<std::pair<const LazyBuffer *, std::weak_ptr<LazyBuffer>>> items;
-  void prune() const;
+  friend class LazyBuffer;
+  std::vector<LazyBuffer *> items;
 };
 
 class LazyBuffer : public std::enable_shared_from_this<LazyBuffer> {
@@ -56,6 +64,9 @@ public:
                               LazyBufferRef base = nullptr);
   LazyBuffer(std::string device, ShapeTracker st, OpType optype, LazyOpRef op, DType dtype,
              std::shared_ptr<Buffer> realized, LazyBufferRef base);
+  ~LazyBuffer();
+  LazyBuffer(const LazyBuffer &) = delete;
+  LazyBuffer &operator=(const LazyBuffer &) = delete;
 
   LazyBufferRef self() { return shared_from_this(); }
   const LazyBufferRef &baseRef() const { return base_; }
@@ -101,6 +112,9 @@ public:
   std::string repr() const;
 
 private:
+  friend class WeakBufferSet;
+  /// The sets (other buffers' `children` and `views`) this buffer is a member of.
+  std::vector<WeakBufferSet *> memberOf_;
   std::shared_ptr<Buffer> realized_;
   LazyBufferRef base_;
   DType dtype_;

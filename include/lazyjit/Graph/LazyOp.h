@@ -99,8 +99,9 @@ public:
   bool operator==(const LazyOp &o) const;
   bool operator!=(const LazyOp &o) const { return !(*this == o); }
 
-  /// The leaf LazyBuffers, deduplicated, in DFS order.
-  const std::vector<LazyBufferRef> &buffers() const;
+  /// The leaf LazyBuffers, deduplicated, in DFS order. The op's sources own them: the pointers
+  /// live as long as this op (use shared_from_this() to keep one longer).
+  const std::vector<LazyBuffer *> &buffers() const;
   /// Every LazyOp node in preorder, duplicates included.
   std::vector<const LazyOp *> lazyops() const;
   /// Rebuilds the tree replacing the LazyBuffer leaves found in `mapping`.
@@ -117,7 +118,7 @@ public:
 
 private:
   size_t hash_;
-  mutable std::unique_ptr<std::vector<LazyBufferRef>> buffers_;
+  mutable std::unique_ptr<std::vector<LazyBuffer *>> buffers_;
 };
 
 /// The reference's FlopCounter result for an AST.
