@@ -2,19 +2,44 @@
 #include "GPULaunch.h"
 #include "lazyjit/Support/Error.h"
 
+#include <numeric>
+
 namespace lazyjit {
 
 namespace {
 
-// Groups axes [from, to) into at most 3 hardware dims, the last group first (it becomes .x).
+// One hardware dim per run of axes; a merged run is split back with `%` and `//` by its inner
+// sizes, so only a run's first (outermost) axis may be symbolic.
+bool splittable(const Kernel &k, const std::vector<GPUDim> &dims) {
+  for (const auto &d : dims)
+    for (size_t j = 1; j < d.axes.size(); ++j)
+      if (!k.fullShape()[d.axes[j]].isInt()) return false;
+  return true;
+}
+
+GPUDim merged(const Kernel &k, const std::vector<int> &axes) {
+  GPUDim d{axes, 1};
+  for (int a : axes) d.size = d.size * k.fullShape()[a];
+  return d;
+}
+
+// Groups axes [from, to) into at most 3 hardware dims, the last group first (it becomes .x): as
+// the reference, the first two axes keep a dim each and the rest share the third; if that would
+// split by a symbolic size, each symbolic axis starts a group of its own instead.
 std::vector<GPUDim> groupAxes(const Kernel &k, int from, int to) {
   std::vector<GPUDim> vars;
   for (int a = from; a < to; ++a) {
-    if (vars.size() < 3) vars.push_back({{a}, k.fullShape()[a]});
-    else {
-      vars.back().axes.push_back(a);
-      vars.back().size = vars.back().size * k.fullShape()[a];
+    if (vars.size() < 3) vars.push_back(merged(k, {a}));
+    else vars.back() = merged(k, [&] { auto ax = vars.back().axes; ax.push_back(a); return ax; }());
+  }
+  if (!splittable(k, vars)) {
+    vars.clear();
+    for (int a = from; a < to; ++a) {
+      if (vars.empty() || !k.fullShape()[a].isInt()) vars.push_back(merged(k, {a}));
+      else vars.back() = merged(k, [&] { auto ax = vars.back().axes; ax.push_back(a); return ax; }());
     }
+    LAZYJIT_USER_CHECK(vars.size() <= 3, UnsupportedError,
+                       "codegen: kernel {} has more symbolic thread axes than a CUDA launch has dims", k.name());
   }
   return std::vector<GPUDim>(vars.rbegin(), vars.rend());
 }
@@ -59,12 +84,10 @@ GPULaunch gpuLaunch(const Kernel &k) {
   l.grid = groupAxes(k, 0, gd);
   if (!fits(l.grid, gmax) && !l.grid.empty()) {
     // y or z is too large: put every global axis on x, which allows 2^31-1 blocks
-    GPUDim all{{}, 1};
-    for (int a = 0; a < gd; ++a) {
-      all.axes.push_back(a);
-      all.size = all.size * k.fullShape()[a];
-    }
-    l.grid = {all};
+    std::vector<int> axes(static_cast<size_t>(gd));
+    std::iota(axes.begin(), axes.end(), 0);
+    std::vector<GPUDim> all{merged(k, axes)};
+    if (splittable(k, all)) l.grid = all;
   }
   LAZYJIT_USER_CHECK(fits(l.grid, gmax), UnsupportedError,
                      "codegen: kernel {} needs a grid of {} blocks, more than CUDA allows", k.name(),

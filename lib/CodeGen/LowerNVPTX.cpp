@@ -103,12 +103,14 @@ void NVPTXLowerer::bindThreadIndices(const std::vector<GPUDim> &dims, const char
       idxs[d.axes[0]] = var;
       continue;
     }
+    // split back by the inner sizes (ints, see GPULaunch); what remains is the outermost axis
     SInt dd = var;
-    for (size_t j = d.axes.size(); j-- > 0;) {
+    for (size_t j = d.axes.size(); j-- > 1;) {
       const SInt &s = k.fullShape()[d.axes[j]];
       idxs[d.axes[j]] = mod(dd, s).toNode();
       dd = floordiv(dd, s);
     }
+    idxs[d.axes[0]] = dd.toNode();
   }
 }
 

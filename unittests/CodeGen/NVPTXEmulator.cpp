@@ -3,6 +3,7 @@
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/HostAllocator.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -256,11 +257,13 @@ private:
   ProgramInfo info_;
 };
 
+// Programs are cached by AST and NOOPT, as the real devices do.
+using ProgramKey = std::pair<LazyOpRef, bool>;
 struct AstHash {
-  size_t operator()(const LazyOpRef &a) const { return a->hash(); }
+  size_t operator()(const ProgramKey &a) const { return a.first->hash() * 2 + a.second; }
 };
 struct AstEq {
-  bool operator()(const LazyOpRef &a, const LazyOpRef &b) const { return *a == *b; }
+  bool operator()(const ProgramKey &a, const ProgramKey &b) const { return a.second == b.second && *a.first == *b.first; }
 };
 
 class EmuDevice : public Device {
@@ -270,7 +273,8 @@ public:
 
   std::shared_ptr<Program> compile(const LazyOpRef &ast) override {
     std::lock_guard lock(mu);
-    if (auto it = programs.find(ast); it != programs.end()) return it->second;
+    ProgramKey key{ast, config().noopt};
+    if (auto it = programs.find(key); it != programs.end()) return it->second;
     TargetSpec target = TargetSpec::nvptx("sm_90");
     KernelSignature sig = describeKernel(ast, target, {});
     std::string ir = emitKernelText(ast, target, {}, IRStage::LLVM);
@@ -283,13 +287,13 @@ public:
     ++statKernels;
     auto entry = EmuJIT::get().add(std::move(m), std::move(ctx), r.entry);
     auto prg = std::make_shared<EmuProgram>(sig, entry, r.hasBarrier);
-    programs.emplace(ast, prg);
+    programs.emplace(key, prg);
     return prg;
   }
 
 private:
   std::mutex mu;
-  std::unordered_map<LazyOpRef, std::shared_ptr<Program>, AstHash, AstEq> programs;
+  std::unordered_map<ProgramKey, std::shared_ptr<Program>, AstHash, AstEq> programs;
 };
 
 } // namespace

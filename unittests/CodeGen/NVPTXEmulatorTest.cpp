@@ -5,6 +5,7 @@
 #include "NVPTXEmulator.h"
 #include "Runtime/GPUPrograms.h"
 #include "Runtime/RandomPrograms.h"
+#include "lazyjit/Support/Config.h"
 
 #include <doctest/doctest.h>
 
@@ -37,6 +38,15 @@ TEST_CASE("NVPTX emulator: GPU-scale reductions match the interpreter") {
   for (const auto &c : gpuprograms::reductionCases()) gpuprograms::checkAgainstInterpreter("NVEMU", c);
   // the grouped reductions really ran through shared memory and the barrier
   CHECK(testing::nvptxEmulatorStats().barrierLaunches > before);
+}
+
+TEST_CASE("NVPTX emulator: without kernel optimizations (no locals, merged grids) the programs match too") {
+  testing::registerNVPTXEmulator();
+  Config cfg = config();
+  cfg.noopt = true;
+  ScopedConfig scope(cfg);
+  for (const auto &c : gpuprograms::elementwiseCases()) gpuprograms::checkAgainstInterpreter("NVEMU", c);
+  for (const auto &c : gpuprograms::reductionCases()) gpuprograms::checkAgainstInterpreter("NVEMU", c);
 }
 
 TEST_CASE("NVPTX emulator: math matches the interpreter and keeps the IEEE special values") {

@@ -224,6 +224,22 @@ TEST_CASE("NVPTX: more than three global axes are merged into .x; oversized y/z 
   CHECK_FALSE(contains(tall.ir, R"(ctaid\.y)"));
 }
 
+TEST_CASE("NVPTX: a symbolic axis is only ever the outermost axis of a merged grid dim") {
+  Config c = config();
+  c.noopt = true;
+  ScopedConfig scope(c);
+  // (7, 3, n, 5): by the reference's rule n would be split out of the third dim with `% n`; it
+  // starts the .x group instead, which is split only by the int 5
+  SInt n = variable("n", 1, 64)->bind(10);
+  Tensor a = E({64, 3, 5, 7}).shrink({SIntPair(0, n), std::nullopt, std::nullopt, std::nullopt});
+  Lowered l = lowerChecked(a.permute({3, 1, 0, 2}) * 2.0f);
+  CAPTURE(l.sig.kernelSummary);
+  CHECK(l.sig.globalSize == std::vector<int64_t>{64 * 5, 3, 7});
+  REQUIRE(l.sig.gridDims.size() == 3);
+  CHECK(symInfer(l.sig.gridDims[0], {{"n", 10}}) == 50);
+  CHECK_FALSE(contains(l.ir, R"(srem i32 %[0-9a-z]+, %n)"));
+}
+
 TEST_CASE("NVPTX: math lowers without libdevice") {
   Lowered f32 = lowerChecked(E({64}).exp2() + E({64}).log2() + E({64}).sin() + E({64}).sqrt());
   CHECK(contains(f32.ptx, R"(ex2\.approx\.f32)"));

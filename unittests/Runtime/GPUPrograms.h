@@ -64,6 +64,13 @@ inline std::vector<Case> elementwiseCases() {
       {"transpose 3x70000 (grid y > 65535)", [](const std::string &d) { return input({3, 70000}, d).permute({1, 0}).contiguous(); }},
       {"4-d permute (merged grid dims)", [](const std::string &d) { return input({2, 3, 5, 7}, d).permute({3, 1, 0, 2}).contiguous(); }},
       {"6-d permute", [](const std::string &d) { return input({2, 3, 4, 5, 6, 7}, d).permute({5, 3, 1, 4, 2, 0}).contiguous(); }},
+      {"symbolic 4-d permute (a symbolic axis in a merged grid dim)",
+       [](const std::string &d) {
+         SInt n = variable("n", 1, 64)->bind(10);
+         Tensor a = input({64, 3, 5, 7}, d, dtypes::int32).shrink({SIntPair(0, n), std::nullopt, std::nullopt, std::nullopt});
+         return a.permute({3, 1, 0, 2}).contiguous().mul(3).sum(std::vector<int64_t>{2});
+       },
+       0},
       {"flip + strided slice", [](const std::string &d) { return input({64, 130}, d).flip({1}).getitem({Index::all(), Index::range(std::nullopt, std::nullopt, 3)}) * 3.0; }},
   };
   for (DType dt : {dtypes::float16, dtypes::bfloat16, dtypes::float64, dtypes::int8, dtypes::uint16, dtypes::int32,
