@@ -66,7 +66,6 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
   } else if (auto h = lookup("HOME"); h && !h->empty()) {
     c.cacheDir = *h + "/.cache/lazyjit";
   }
-  if (auto v = lookup("GRAPH")) c.graphPath = *v;
   if (auto v = lookup("CUDA_ARCH")) c.cudaArch = *v;
   flag = c.verifyAst;
   intKnob("LAZYJIT_VERIFY_AST", flag, 0, 1);

@@ -20,7 +20,6 @@ struct Config {
   int llvmOptLevel = 2;                  ///< LLVMOPT: LLVM pipeline level 0..3
   std::string cacheDir;                  ///< LAZYJIT_CACHE (else XDG_CACHE_HOME/lazyjit, ~/.cache/lazyjit)
   bool diskCache = true;                 ///< DISABLE_COMPILER_CACHE=1 turns it off
-  std::string graphPath;                 ///< GRAPH: write the lazy graph as Graphviz here
   std::string cudaArch;                  ///< CUDA_ARCH: override the sm_XX used for PTX
   bool verifyAst = false;                ///< LAZYJIT_VERIFY_AST: verify and text-round-trip every kernel AST
 
