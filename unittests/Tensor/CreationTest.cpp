@@ -292,6 +292,12 @@ TEST_CASE("Tensor creation: fromValues and fromVector round-trip every dtype") {
     CHECK(Tensor::fromVector(i64, {4}, dev).toVector<int64_t>() == i64);
     std::vector<uint64_t> u64{UINT64_MAX, (uint64_t{1} << 63) + 5, 0};
     CHECK(Tensor::fromVector(u64, {3}, dev).toVector<uint64_t>() == u64);
+    // std::vector<bool> is packed: it goes through one byte per element
+    std::vector<bool> bools{true, false, false, true, true};
+    Tensor tb = Tensor::fromVector(bools, {5}, dev);
+    CHECK(tb.dtype() == dtypes::boolean);
+    CHECK(tb.toVector<bool>() == bools);
+    CHECK(tb.cast(dtypes::int32).sum().item<int32_t>() == 3);
     // empty data
     CHECK(Tensor::fromVector(std::vector<float>{}, {0, 4}, dev).toVector<float>().empty());
     // raw bytes of float32 1.0 and -2.0

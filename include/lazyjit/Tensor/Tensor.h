@@ -343,7 +343,13 @@ NodeRef Variable(const std::string &name, int64_t min, int64_t max);
 template <typename V>
 Tensor Tensor::fromVector(const std::vector<V> &values, const Shape &shape,
                           const std::optional<std::string> &device) {
-  return fromBytes(values.data(), values.size() * sizeof(V), shape, dtypeOf<V>(), device);
+  if constexpr (std::is_same_v<V, bool>) {
+    // std::vector<bool> is packed and has no data(): one byte per element, as the bool dtype
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    return fromBytes(bytes.data(), bytes.size(), shape, dtypeOf<V>(), device);
+  } else {
+    return fromBytes(values.data(), values.size() * sizeof(V), shape, dtypeOf<V>(), device);
+  }
 }
 
 namespace detail {
