@@ -313,8 +313,14 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     if (axis < fr) {
       std::string name = "gidx" + std::to_string(axis);
       idxs[axis] = variable(name, 0, full[axis] - 1);
-      Value *lo = axis == 0 ? start : i64(0);
-      Value *hi = axis == 0 ? end : renderSInt(full[axis]);
+      Value *lo = i64(0), *hi = renderSInt(full[axis]);
+      if (axis == 0) {
+        // the launcher's chunk, clamped to the axis: besides keeping a bad range in bounds, this
+        // gives LLVM the loop's maximum trip count, so a 2-iteration outer loop is not
+        // vectorized 32 wide with runtime checks and epilogues (a 77-line kernel became 2,700)
+        lo = b.CreateBinaryIntrinsic(Intrinsic::smax, start, lo, nullptr, "start.c");
+        hi = b.CreateBinaryIntrinsic(Intrinsic::smin, end, hi, nullptr, "end.c");
+      }
       loop(name, lo, hi, axis == 0 || mayBeEmpty(full[axis]), {}, [&](Value *iv, const std::vector<Value *> &) {
         varValues[name] = iv;
         globals(axis + 1);
