@@ -7,6 +7,7 @@
 #include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/lazyjit.h"
 
+#include <sys/mman.h>
 #include <CLI/CLI.hpp>
 
 #ifdef LAZYJIT_BENCH_EIGEN
@@ -62,11 +63,14 @@ Timing timeIt(const std::function<void()> &call, int warmups = 2, int reps = 7) 
 }
 
 struct Result {
+  Result(std::string id_, std::string name_, std::string unit_)
+      : id(std::move(id_)), name(std::move(name_)), unit(std::move(unit_)) {}
   std::string id, name, unit;
   Timing t;
   double rate = 0;
   int kernels = 0;
   std::map<std::string, double> vs; // ratio of our rate to a peer's
+  bool vsCopy = false;               // add the ratio to the copy ceiling once it is final
   std::string note;
 };
 
@@ -90,13 +94,31 @@ void sync(const std::string &device) { getDevice(device).synchronize(); }
 // ---- peers ------------------------------------------------------------------------------------------
 
 // The copy ceiling: a plain copy loop over `n` floats, split across the same threads.
+// The copy ceiling: a plain copy loop over 2^24 floats, split across the pool. A loop, not
+// memcpy: glibc's memcpy picks a different strategy (rep movsb or streaming stores) by size and
+// CPU, which is not what a kernel's loads and stores do. GCC would turn the loop into memcpy.
+__attribute__((noinline, optimize("no-tree-loop-distribute-patterns"))) void copyLoop(float *__restrict dst,
+                                                                                     const float *__restrict src,
+                                                                                     int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) dst[i] = src[i];
+}
+
 double copyCeiling(size_t n, int threads, Timing *out) {
-  std::vector<float> src(n, 1.0f), dst(n, 0.0f);
+  // on huge pages, as lazyjit's own large buffers are: the ceiling must not pay TLB misses ours don't
+  auto hugeFloats = [](size_t count) {
+    size_t bytes = (count * sizeof(float) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    auto *p = static_cast<float *>(std::aligned_alloc(2u << 20, bytes));
+    if (!p) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return std::unique_ptr<float, void (*)(void *)>(p, std::free);
+  };
+  auto src = hugeFloats(n), dst = hugeFloats(n);
+  std::fill(src.get(), src.get() + n, 1.0f);
+  std::fill(dst.get(), dst.get() + n, 0.0f);
   ThreadPool &pool = ThreadPool::global();
   Timing t = timeIt([&] {
-    pool.parallelFor(static_cast<int64_t>(n), static_cast<size_t>(threads), [&](int64_t b, int64_t e) {
-      std::memcpy(dst.data() + b, src.data() + b, static_cast<size_t>(e - b) * sizeof(float));
-    });
+    pool.parallelFor(static_cast<int64_t>(n), static_cast<size_t>(threads),
+                     [&](int64_t b, int64_t e) { copyLoop(dst.get(), src.get(), b, e); });
   });
   if (out) *out = t;
   return 8.0 * static_cast<double>(n) / t.median / 1e9;
@@ -289,7 +311,8 @@ int main(int argc, char **argv) {
     } else {
       copy = copyCeiling(static_cast<size_t>(1) << 24, threads, &copyT);
     }
-    if (enabled("W8")) {
+    size_t w8Index = results.size();
+    {
       Result r{"W8", "copy ceiling (plain multithreaded copy)", "GB/s"};
       r.t = copyT;
       r.rate = copy;
@@ -300,7 +323,7 @@ int main(int argc, char **argv) {
       Tensor a = input({sz.n1}, device), b = input({sz.n1}, device), c = input({sz.n1}, device);
       Result r = runTensor("W1", "relu(a*b + c) * 0.5", "GB/s", 16.0 * static_cast<double>(sz.n1),
                            [&] { return (a * b + c).relu() * 0.5; }, device);
-      r.vs["copy"] = r.rate / copy;
+      r.vsCopy = true;
 #ifdef LAZYJIT_BENCH_EIGEN
       if (!gpu) r.vs["eigen"] = r.rate / eigenW1(static_cast<size_t>(sz.n1));
 #endif
@@ -310,7 +333,7 @@ int main(int argc, char **argv) {
       Tensor a = input({sz.n1}, device);
       Result r = runTensor("W2", "sum of all elements", "GB/s", 4.0 * static_cast<double>(sz.n1),
                            [&] { return a.sum(); }, device);
-      r.vs["copy"] = r.rate / copy;
+      r.vsCopy = true;
 #ifdef LAZYJIT_BENCH_EIGEN
       if (!gpu) r.vs["eigen"] = r.rate / eigenW2(static_cast<size_t>(sz.n1));
 #endif
@@ -320,7 +343,7 @@ int main(int argc, char **argv) {
       Tensor x = input({sz.rows, sz.cols}, device);
       Result r = runTensor("W3", "softmax over the last axis", "GB/s", 8.0 * static_cast<double>(sz.rows * sz.cols),
                            [&] { return x.softmax(); }, device);
-      r.vs["copy"] = r.rate / copy;
+      r.vsCopy = true;
 #ifdef LAZYJIT_BENCH_EIGEN
       if (!gpu) r.vs["eigen"] = r.rate / eigenRows(static_cast<size_t>(sz.rows), static_cast<size_t>(sz.cols), true);
 #endif
@@ -330,7 +353,7 @@ int main(int argc, char **argv) {
       Tensor x = input({sz.rows, sz.cols}, device);
       Result r = runTensor("W4", "layernorm over the last axis (eps 1e-5)", "GB/s",
                            8.0 * static_cast<double>(sz.rows * sz.cols), [&] { return x.layernorm(); }, device);
-      r.vs["copy"] = r.rate / copy;
+      r.vsCopy = true;
 #ifdef LAZYJIT_BENCH_EIGEN
       if (!gpu) r.vs["eigen"] = r.rate / eigenRows(static_cast<size_t>(sz.rows), static_cast<size_t>(sz.cols), false);
 #endif
@@ -443,6 +466,22 @@ int main(int argc, char **argv) {
         results.push_back(cr);
       }
     }
+
+    // The memory bandwidth of a shared host drifts during a run: measure the ceiling again at the
+    // end and hold every workload to the higher of the two (the stricter ratio).
+    if (!gpu) {
+      Timing again;
+      double copy2 = copyCeiling(static_cast<size_t>(1) << 24, threads, &again);
+      results[w8Index].note = fmt::format("start {:.1f}, end {:.1f} GB/s", copy, copy2);
+      if (copy2 > copy) {
+        copy = copy2;
+        results[w8Index].t = again;
+        results[w8Index].rate = copy2;
+      }
+    }
+    for (auto &r : results)
+      if (r.vsCopy) r.vs["copy"] = r.rate / copy;
+    if (!enabled("W8")) results.erase(results.begin() + static_cast<std::ptrdiff_t>(w8Index));
 
     std::printf("\n%-5s %-62s %10s %-10s %8s %10s %10s  %s\n", "id", "workload", "rate", "unit", "kernels", "median_ms",
                 "first_ms", "ratios (same run)");

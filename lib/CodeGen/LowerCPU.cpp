@@ -22,6 +22,8 @@
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <set>
 
@@ -72,6 +74,7 @@ private:
   // ---- vector mode: the last output-upcast axis as one LLVM vector (see VectorLowering) ----
   int vecAxis = -1;
   int64_t lanes = 0;
+  bool streamed = false; // a streaming store was emitted: fence before returning
   NodeRef vidx;
   bool canVectorize(int axis);
   bool usesVidx(const Node &n) const;
@@ -263,6 +266,17 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   Val x = vecConvert(v, outDt);
   Value *p = b.CreateInBoundsGEP(vb.regType(outDt), bufPtrs[0], asI64(render(*base)));
   Align align(outDt.itemsize());
+  // a streaming store needs a whole, aligned cache line: buffers are 64-byte aligned, so the
+  // first lane's index must be a multiple of the lane count
+  int64_t lineBytes = lanes * outDt.itemsize();
+  SInt rem = mod(SInt(base), SInt(lanes));
+  bool aligned = rem.isInt() ? rem.asInt() == 0 : rem.node()->isNum() && rem.node()->num == 0;
+  if (k.streamingStores && valid->isNum() && lineBytes == 64 && aligned) {
+    StoreInst *st = b.CreateAlignedStore(x.v, p, Align(64));
+    st->setMetadata(LLVMContext::MD_nontemporal, MDNode::get(ctx, ConstantAsMetadata::get(b.getInt32(1))));
+    streamed = true;
+    return;
+  }
   if (valid->isNum()) b.CreateAlignedStore(x.v, p, align);
   else b.CreateMaskedStore(x.v, p, align, maskFor(valid));
 }
@@ -449,6 +463,12 @@ Function *CPULowerer::lower(const std::string &symbol) {
   BasicBlock *entry = BasicBlock::Create(ctx, "entry", fn);
   b.SetInsertPoint(entry);
   emitBody(start, end);
+  if (streamed) {
+    // streaming stores are weakly ordered: make them visible before the launcher's join publishes
+    // the buffer to other threads
+    if (Triple(m.getTargetTriple()).isX86()) b.CreateIntrinsic(Intrinsic::x86_sse_sfence, {}, {});
+    else b.CreateFence(AtomicOrdering::Release);
+  }
   b.CreateRetVoid();
 
   // the uniform entry point

@@ -98,3 +98,38 @@ TEST_CASE("CPU optimizations: a matmul kernel is tiled and its options are repor
   CHECK(plain.opts.empty());
   CHECK(plain.name == "r_256_256_256");
 }
+
+TEST_CASE("CPU optimizations: large element-wise outputs are written with streaming stores") {
+  // 4 Mi float32 outputs (16 MiB) stream; the values equal the unoptimized kernel's
+  const int64_t n = int64_t(4) << 20;
+  Tensor a = rnd({4096, 1024}, 11), b = rnd({4096, 1024}, 12), c = rnd({4096, 1}, 13);
+  auto build = [&] { return a.mul(b).add(c).relu().mul(0.5); };
+  std::vector<float> ref = runWith(true, build, nullptr);
+  std::vector<float> opt = runWith(false, build, nullptr);
+  REQUIRE(ref.size() == opt.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) bad += ref[i] != opt[i];
+  CHECK(bad == 0);
+
+  auto sched = schedule(build().lazydata());
+  REQUIRE(sched.back().isKernel());
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), {});
+  CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
+  std::string ir = emitKernelText(sched.back().ast, TargetSpec::host(), {}, IRStage::LLVM);
+  CHECK(ir.find("!nontemporal") != std::string::npos);
+  CHECK(ir.find("align 64, !nontemporal") != std::string::npos);
+  CHECK(ir.find("sfence") != std::string::npos);
+
+  // below the threshold, or without whole cache lines per vector, the stores stay ordinary
+  Tensor small = rnd({4096}, 14);
+  auto smallSched = schedule(small.mul(2.0).lazydata());
+  KernelSignature smallSig = describeKernel(smallSched.back().ast, TargetSpec::host(), {});
+  CHECK(smallSig.kernelSummary.find("stores streaming") == std::string::npos);
+  Tensor odd = rnd({n + 8}, 15);
+  auto oddBuild = [&] { return odd.mul(3.0).add(1.0); };
+  auto oddSched = schedule(oddBuild().lazydata());
+  KernelSignature oddSig = describeKernel(oddSched.back().ast, TargetSpec::host(), {});
+  CHECK(oddSig.kernelSummary.find("stores streaming") == std::string::npos);
+  std::vector<float> oddRef = runWith(true, oddBuild, nullptr), oddOpt = runWith(false, oddBuild, nullptr);
+  CHECK(oddRef == oddOpt);
+}

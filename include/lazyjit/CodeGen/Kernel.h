@@ -52,6 +52,10 @@ public:
   std::vector<int64_t> groupForReduce;
   int upcasted = 0;
   int localDims = 0;
+  /// CPU: write the output with non-temporal (streaming) stores, bypassing the caches. Set for
+  /// large element-wise outputs that would only evict the inputs; needs the vector store of the
+  /// last upcast axis to cover whole cache lines.
+  bool streamingStores = false;
 
   size_t shapeLen() const { return sts[0].shape().size(); }
   const Shape &fullShape() const { return sts[fullBufIndex].shape(); }
