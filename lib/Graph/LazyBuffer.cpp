@@ -16,7 +16,7 @@ namespace lazyjit {
 // ---- WeakBufferSet --------------------------------------------------------------------------------
 
 namespace {
-template <typename T> void eraseOne(std::vector<T> &v, const void *x) {
+template <typename T> void eraseOne(PtrList<T> &v, const void *x) {
   for (size_t i = 0; i < v.size(); ++i)
     if (v[i] == x) {
       v[i] = v.back();
@@ -65,9 +65,8 @@ FusionFlags FusionFlags::current() {
 
 LazyBuffer::LazyBuffer(std::string device_, ShapeTracker st_, OpType optype_, LazyOpRef op_,
                        DType dtype, std::shared_ptr<Buffer> realized, LazyBufferRef base)
-    : device(std::move(device_)), st(std::move(st_)), optype(optype_), op(std::move(op_)),
+    : device(std::move(device_)), st(std::move(st_)), shape(st.shape()), optype(optype_), op(std::move(op_)),
       realized_(std::move(realized)), base_(std::move(base)), dtype_(dtype) {
-  shape = st.shape();
   LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base_ && base_->optype != OpType::Movement),
                          "MovementOps must be based");
   LAZYJIT_INTERNAL_CHECK(base_ || st.contiguous(), "unbased LazyBuffers must be contiguous");

@@ -5,6 +5,7 @@
 #include "lazyjit/Support/Math.h"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_set>
 
 namespace lazyjit {
@@ -93,33 +94,33 @@ bool LazyOp::operator==(const LazyOp &o) const {
 }
 
 const std::vector<LazyBuffer *> &LazyOp::buffers() const {
-  if (!buffers_) {
+  if (!buffersDone_) {
     // The union of the sources' buffers in first-seen order. A merged elementwise chain holds
     // every constant of the chain, so this runs once per op over long lists: the first op source
     // is already deduplicated and is copied whole; the rest is checked by a linear scan when that
     // is cheap (the usual case: one new buffer against the chain) and through a hash set when not.
-    auto out = std::make_unique<std::vector<LazyBuffer *>>();
+    std::vector<LazyBuffer *> &out = buffers_;
     size_t first = 0;
     if (!src.empty() && !src[0].isBuffer()) {
-      *out = src[0].op->buffers();
+      out = src[0].op->buffers();
       first = 1;
     }
     size_t rest = 0;
     for (size_t i = first; i < src.size(); ++i)
       rest += src[i].isBuffer() ? 1 : src[i].op->buffers().size();
-    out->reserve(out->size() + rest);
+    out.reserve(out.size() + rest);
     std::unordered_set<const LazyBuffer *> seen;
-    bool hashed = rest * (out->size() + rest) > 4096;
+    bool hashed = rest * (out.size() + rest) > 4096;
     if (hashed)
-      for (LazyBuffer *x : *out) seen.insert(x);
+      for (LazyBuffer *x : out) seen.insert(x);
     auto push = [&](LazyBuffer *b) {
       if (hashed) {
-        if (seen.insert(b).second) out->push_back(b);
+        if (seen.insert(b).second) out.push_back(b);
         return;
       }
-      for (LazyBuffer *x : *out)
+      for (LazyBuffer *x : out)
         if (x == b) return;
-      out->push_back(b);
+      out.push_back(b);
     };
     for (size_t i = first; i < src.size(); ++i) {
       if (src[i].isBuffer())
@@ -127,9 +128,9 @@ const std::vector<LazyBuffer *> &LazyOp::buffers() const {
       else
         for (LazyBuffer *b : src[i].op->buffers()) push(b);
     }
-    buffers_ = std::move(out);
+    buffersDone_ = true;
   }
-  return *buffers_;
+  return buffers_;
 }
 
 namespace {
@@ -148,6 +149,32 @@ std::vector<const LazyOp *> LazyOp::lazyops() const {
   return out;
 }
 
+namespace {
+// Rebuilds `node` with its leaves replaced; a subtree none of whose leaves change is shared, not
+// copied (scheduling a merged chain maps every constant, most of them to themselves).
+LazyOpRef mapSubtree(const LazyOpRef &node, const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) {
+  std::vector<LazySrc> ns;
+  ns.reserve(node->src.size());
+  bool changed = false;
+  for (const auto &s : node->src) {
+    if (s.isBuffer()) {
+      auto it = mapping.find(s.buf.get());
+      if (it != mapping.end() && !(it->second.isBuffer() && it->second.buf == s.buf)) {
+        ns.push_back(it->second);
+        changed = true;
+      } else {
+        ns.push_back(s);
+      }
+    } else {
+      LazyOpRef m = mapSubtree(s.op, mapping);
+      changed = changed || m != s.op;
+      ns.emplace_back(std::move(m));
+    }
+  }
+  return changed ? LazyOp::make(node->op, std::move(ns), node->arg) : node;
+}
+} // namespace
+
 LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const {
   std::vector<LazySrc> ns;
   ns.reserve(src.size());
@@ -156,7 +183,7 @@ LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySr
       auto it = mapping.find(s.buf.get());
       ns.push_back(it != mapping.end() ? it->second : s);
     } else {
-      ns.emplace_back(s.op->mapBuffers(mapping));
+      ns.emplace_back(mapSubtree(s.op, mapping));
     }
   }
   return make(op, std::move(ns), arg);
@@ -201,10 +228,9 @@ int64_t LazyOpInfo::memEstimate() const {
 namespace {
 
 struct Counter {
-  Shape shape;
+  const Shape *shape; // points into the AST (a buffer's ShapeTracker or a reduce's shape)
   DType dtype;
   SInt flops;
-  std::map<int, int64_t> mem;
   SInt consume() {
     SInt f = flops;
     flops = 0;
@@ -218,77 +244,80 @@ struct OpKeyHash {
 struct OpKeyEq {
   bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
 };
+using CounterMemo = std::unordered_map<const LazyOp *, Counter *, OpKeyHash, OpKeyEq>;
 
 // The reference memoizes run_ast per structurally equal sub-AST and consume_flops zeroes the
 // shared counter, so a repeated subtree contributes its flops once; this keeps that behaviour.
-std::shared_ptr<Counter> runAst(const LazyOp &ast,
-                                std::unordered_map<const LazyOp *, std::shared_ptr<Counter>,
-                                                   OpKeyHash, OpKeyEq> &memo) {
+// Shapes are not copied and the memory map is computed separately (getLazyOpInfo).
+Counter *runAst(const LazyOp &ast, CounterMemo &memo, std::deque<Counter> &store) {
   if (auto it = memo.find(&ast); it != memo.end()) return it->second;
-  std::vector<std::shared_ptr<Counter>> s;
-  for (const auto &x : ast.src) {
+  Counter *s[3] = {nullptr, nullptr, nullptr};
+  std::vector<Counter *> more;
+  for (size_t i = 0; i < ast.src.size(); ++i) {
+    const auto &x = ast.src[i];
     LAZYJIT_INTERNAL_CHECK(!x.isBuffer(), "get_lazyop_info on an AST with LazyBuffer leaves");
-    s.push_back(runAst(*x.op, memo));
+    Counter *c = runAst(*x.op, memo, store);
+    if (i < 3) s[i] = c;
+    else more.push_back(c);
   }
-  auto c = std::make_shared<Counter>();
+  Counter &c = store.emplace_back();
   switch (opTypeOf(ast.op)) {
   case OpType::Buffer: {
     if (ast.op == Op::Load) {
       const auto &m = ast.memBuffer();
-      *c = {m.st.shape(), m.dtype, 0, {{m.idx, m.dtype.itemsize() * m.st.size()}}};
+      c = {&m.st.shape(), m.dtype, 0};
     } else if (ast.op == Op::Const) {
       const auto &k = ast.constBuffer();
-      *c = {k.st.shape(), k.dtype, 0, {}};
+      c = {&k.st.shape(), k.dtype, 0};
     } else {
       const auto &m = ast.memBuffer();
-      auto mem = s[0]->mem;
-      mem[m.idx] = m.dtype.itemsize() * m.st.size();
-      *c = {m.st.shape(), m.dtype, s[0]->consume(), mem};
+      c = {&m.st.shape(), m.dtype, s[0]->consume()};
     }
     break;
   }
   case OpType::Unary:
     if (ast.op == Op::Cast)
-      *c = {s[0]->shape, std::get<CastArg>(ast.arg).dtype, s[0]->consume(), s[0]->mem};
+      c = {s[0]->shape, std::get<CastArg>(ast.arg).dtype, s[0]->consume()};
     else
-      *c = {s[0]->shape, s[0]->dtype, s[0]->consume() + prod(s[0]->shape), s[0]->mem};
+      c = {s[0]->shape, s[0]->dtype, s[0]->consume() + prod(*s[0]->shape)};
     break;
-  case OpType::Binary: {
-    auto mem = s[0]->mem;
-    for (const auto &[k, v] : s[1]->mem) mem[k] = v;
-    SInt f = s[0]->consume() + s[1]->consume() + prod(s[0]->shape);
-    *c = {s[0]->shape, promote(s[0]->dtype, s[1]->dtype), f, mem};
+  case OpType::Binary:
+    c = {s[0]->shape, promote(s[0]->dtype, s[1]->dtype), s[0]->consume() + s[1]->consume() + prod(*s[0]->shape)};
     break;
-  }
   case OpType::Ternary: {
-    auto mem = s[0]->mem;
-    for (size_t i = 1; i < s.size(); ++i)
-      for (const auto &[k, v] : s[i]->mem) mem[k] = v;
     SInt f = s[0]->consume();
-    for (size_t i = 1; i < s.size(); ++i) f = f + s[i]->consume();
-    f = f + prod(s[0]->shape);
-    DType dt = s.size() >= 3 ? promote(s[1]->dtype, s[2]->dtype) : s[0]->dtype;
-    *c = {s[0]->shape, dt, f, mem};
+    for (size_t i = 1; i < ast.src.size(); ++i) f = f + (i < 3 ? s[i] : more[i - 3])->consume();
+    f = f + prod(*s[0]->shape);
+    DType dt = ast.src.size() >= 3 ? promote(s[1]->dtype, s[2]->dtype) : s[0]->dtype;
+    c = {s[0]->shape, dt, f};
     break;
   }
   case OpType::Reduce:
-    *c = {ast.shapeArg(), s[0]->dtype, s[0]->consume() + prod(s[0]->shape), s[0]->mem};
+    c = {&ast.shapeArg(), s[0]->dtype, s[0]->consume() + prod(*s[0]->shape)};
     break;
   case OpType::Movement:
   case OpType::Load:
     LAZYJIT_INTERNAL_CHECK(false, "get_lazyop_info: {} is not allowed in a kernel AST",
                            opName(ast.op));
   }
-  memo.emplace(&ast, c);
-  return c;
+  memo.emplace(&ast, &c);
+  return &c;
 }
 
 } // namespace
 
 LazyOpInfo getLazyOpInfo(const LazyOp &ast) {
-  std::unordered_map<const LazyOp *, std::shared_ptr<Counter>, OpKeyHash, OpKeyEq> memo;
-  auto c = runAst(ast, memo);
-  return {c->shape, c->dtype, c->flops, c->mem};
+  CounterMemo memo;
+  std::deque<Counter> store;
+  Counter *c = runAst(ast, memo, store);
+  // The reference merges the sources' memory dicts bottom-up, later sources overriding earlier
+  // ones, and a STORE overriding its source: that is every LOAD in left-to-right order, last one
+  // winning, then the STORE at the root.
+  std::map<int, int64_t> mem;
+  for (const LazyOp *x : ast.lazyops())
+    if (x->op == Op::Load) mem[x->memBuffer().idx] = x->memBuffer().dtype.itemsize() * x->memBuffer().st.size();
+  if (ast.op == Op::Store) mem[ast.memBuffer().idx] = ast.memBuffer().dtype.itemsize() * ast.memBuffer().st.size();
+  return {*c->shape, c->dtype, c->flops, std::move(mem)};
 }
 
 std::vector<NodeRef> varsFromAst(const LazyOp &ast) {

@@ -45,11 +45,15 @@ Shape filterStrides(const Shape &shape, const Shape &strides) {
 }
 
 Shape stridesForShape(const Shape &shape) {
-  if (shape.empty()) return {};
-  Shape strides{SInt(1)};
-  for (size_t i = shape.size() - 1; i >= 1; --i) strides.push_back(shape[i] * strides.back());
-  std::reverse(strides.begin(), strides.end());
-  return filterStrides(shape, strides);
+  // row-major strides (stride[i] = shape[i+1] * stride[i+1], products formed in the reference's
+  // order), 0 where the dim is 1; built in place, one allocation
+  Shape strides(shape.size());
+  SInt acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = pyNe(shape[i], 1) ? acc : SInt(0);
+    if (i > 0) acc = shape[i] * acc;
+  }
+  return strides;
 }
 
 View View::create(const Shape &shape, const std::optional<Shape> &strides, const SInt &offset,

@@ -14,11 +14,49 @@
 
 #include "lazyjit/Graph/LazyOp.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace lazyjit {
+
+/// A list of pointers that keeps its first two elements inline: most buffers have one or two
+/// children and are views of nothing, and the graph builds several buffers per op.
+template <typename T> class PtrList {
+public:
+  PtrList() = default;
+  PtrList(const PtrList &) = delete;
+  PtrList &operator=(const PtrList &) = delete;
+  ~PtrList() {
+    if (data_ != inline_) delete[] data_;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T *operator[](size_t i) const { return data_[i]; }
+  T *&operator[](size_t i) { return data_[i]; }
+  T *back() const { return data_[size_ - 1]; }
+  T *const *begin() const { return data_; }
+  T *const *end() const { return data_ + size_; }
+  void pop_back() { --size_; }
+  void push_back(T *x) {
+    if (size_ == cap_) reserve(cap_ * 2);
+    data_[size_++] = x;
+  }
+  void reserve(size_t n) {
+    if (n <= cap_) return;
+    T **grown = new T *[n];
+    std::copy(data_, data_ + size_, grown);
+    if (data_ != inline_) delete[] data_;
+    data_ = grown;
+    cap_ = n;
+  }
+
+private:
+  T *inline_[2] = {nullptr, nullptr};
+  T **data_ = inline_;
+  size_t size_ = 0, cap_ = 2;
+};
 
 /// A set of weak references to LazyBuffers with Python WeakSet semantics: identity membership,
 /// and a size that counts live members only. The links are intrusive: a LazyBuffer leaves every
@@ -41,14 +79,15 @@ public:
 
 private:
   friend class LazyBuffer;
-  std::vector<LazyBuffer *> items;
+  PtrList<LazyBuffer> items;
 };
 
 class LazyBuffer : public std::enable_shared_from_this<LazyBuffer> {
 public:
   std::string device;
-  ShapeTracker st;
-  Shape shape;
+  const ShapeTracker st;
+  /// st.shape(); `st` is never reassigned, so this stays valid (and saves a copy per node).
+  const Shape &shape;
   OpType optype;
   /// The op that computes this buffer; null once it is realized (the reference's `del op`).
   LazyOpRef op;
@@ -114,7 +153,7 @@ public:
 private:
   friend class WeakBufferSet;
   /// The sets (other buffers' `children` and `views`) this buffer is a member of.
-  std::vector<WeakBufferSet *> memberOf_;
+  PtrList<WeakBufferSet> memberOf_;
   std::shared_ptr<Buffer> realized_;
   LazyBufferRef base_;
   DType dtype_;

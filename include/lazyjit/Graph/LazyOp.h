@@ -118,7 +118,8 @@ public:
 
 private:
   size_t hash_;
-  mutable std::unique_ptr<std::vector<LazyBuffer *>> buffers_;
+  mutable std::vector<LazyBuffer *> buffers_;
+  mutable bool buffersDone_ = false;
 };
 
 /// The reference's FlopCounter result for an AST.
