@@ -112,9 +112,12 @@ int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
 } // namespace
 
 void applyCPUHeuristics(Kernel &k) {
-  if (k.shapeLen() == 0 || hasTranscendental(*k.ast) || !allFloat(k)) return;
+  if (k.shapeLen() == 0 || !allFloat(k)) return;
+  bool transcendental = hasTranscendental(*k.ast);
   bool wide = k.opts.vectorBits >= 512;
   auto vec = findVectorAxis(k);
+  // kernels with exp2/log2/sin are left to the loop vectorizer, except for streaming stores
+  if (transcendental && (!vec || k.reduceop || *vec + 1 != static_cast<size_t>(k.firstReduce()))) return;
   if (!vec) {
     // no vector axis: unroll a small last reduce axis, as the reference does
     if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {

@@ -25,6 +25,7 @@
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <optional>
 #include <set>
 
 namespace lazyjit {
@@ -60,6 +61,26 @@ public:
     return call;
   }
 };
+
+// glibc's vector math variant of exp2/log2/sin for `lanes`-wide vectors: the widest x86 ABI
+// variant (AVX-512 'e' or AVX2 'd') whose width divides `lanes`, as {name, width}. The same
+// functions the loop vectorizer calls for the scalar path (Compiler.cpp), so both modes agree.
+std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int64_t lanes, int vectorBits,
+                                                           const Triple &triple) {
+  if (!triple.isX86() || !triple.isOSLinux() || vectorBits < 256) return std::nullopt;
+  bool dbl = dt == dtypes::float64;
+  if (!dbl && dt != dtypes::float32) return std::nullopt;
+  const char *base = op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin" : nullptr;
+  if (!base) return std::nullopt;
+  for (bool zmm : {true, false}) {
+    if (zmm && vectorBits < 512) continue;
+    int64_t width = (zmm ? 512 : 256) / (dbl ? 64 : 32);
+    if (lanes % width != 0) continue;
+    std::string name = std::string("_ZGV") + (zmm ? "e" : "d") + "N" + std::to_string(width) + "v_" + base + (dbl ? "" : "f");
+    return std::make_pair(name, width);
+  }
+  return std::nullopt;
+}
 
 class CPULowerer : public KernelEmitter {
 public:
@@ -117,6 +138,10 @@ bool CPULowerer::canVectorize(int axis) {
                                   Op::Max,  Op::CmpLt, Op::Where, Op::Neg,  Op::Sqrt,  Op::Recip, Op::Sum,
                                   Op::ReduceMax, Op::Cast};
   for (const LazyOp *x : k.ast->lazyops()) {
+    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) {
+      if (!vectorMathFn(x->op, dtypeOf(*x), lanes, k.opts.vectorBits, Triple(m.getTargetTriple()))) return false;
+      continue;
+    }
     if (!ok.count(x->op)) return false;
     if (x->op == Op::Cast) {
       const auto &ca = std::get<CastArg>(x->arg);
@@ -252,6 +277,38 @@ Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, cons
   case Op::Neg: return {b.CreateFNeg(a), dt};
   case Op::Sqrt: return {b.CreateUnaryIntrinsic(Intrinsic::sqrt, a), dt};
   case Op::Recip: return {b.CreateFDiv(ConstantFP::get(a->getType(), 1.0), a), dt};
+  case Op::Exp2:
+  case Op::Log2:
+  case Op::Sin: {
+    auto fn = vectorMathFn(op.op, dt, lanes, k.opts.vectorBits, Triple(m.getTargetTriple()));
+    LAZYJIT_INTERNAL_CHECK(fn.has_value(), "codegen: no vector {} for {} lanes", opName(op.op), lanes);
+    auto [name, width] = *fn;
+    Type *part = VectorType::get(a->getType()->getScalarType(), static_cast<unsigned>(width), false);
+    FunctionCallee f = m.getOrInsertFunction(name, FunctionType::get(part, {part}, false));
+    if (auto *fnDecl = dyn_cast<Function>(f.getCallee())) {
+      fnDecl->setDoesNotAccessMemory();
+      fnDecl->setDoesNotThrow();
+      fnDecl->addFnAttr(Attribute::WillReturn);
+    }
+    // one call per `width` lanes, the pieces put back together
+    Value *out = PoisonValue::get(a->getType());
+    for (int64_t lo = 0; lo < lanes; lo += width) {
+      SmallVector<int, 16> pick, put;
+      for (int64_t i = 0; i < width; ++i) pick.push_back(static_cast<int>(lo + i));
+      Value *piece = width == lanes ? a : b.CreateShuffleVector(a, pick);
+      CallInst *call = b.CreateCall(f, {piece});
+      call->setDoesNotAccessMemory();
+      if (width == lanes) return {call, dt};
+      for (int64_t i = 0; i < lanes; ++i) put.push_back(i >= lo && i < lo + width ? static_cast<int>(lanes + i - lo) : static_cast<int>(i));
+      Value *wide = b.CreateShuffleVector(call, PoisonValue::get(part), [&] {
+        SmallVector<int, 64> grow;
+        for (int64_t i = 0; i < lanes; ++i) grow.push_back(i < width ? static_cast<int>(i) : -1);
+        return grow;
+      }());
+      out = b.CreateShuffleVector(out, wide, put);
+    }
+    return {out, dt};
+  }
   default: break;
   }
   LAZYJIT_INTERNAL_CHECK(false, "codegen: {} in vector mode", opName(op.op));

@@ -133,3 +133,42 @@ TEST_CASE("CPU optimizations: large element-wise outputs are written with stream
   std::vector<float> oddRef = runWith(true, oddBuild, nullptr), oddOpt = runWith(false, oddBuild, nullptr);
   CHECK(oddRef == oddOpt);
 }
+
+TEST_CASE("CPU optimizations: streaming kernels with exp2/log2/sin call glibc's vector math") {
+  const int64_t rows = 2048, cols = 2048; // 16 MiB of float32 output
+  Tensor x = rnd({rows, cols}, 21), m = rnd({rows, 1}, 22);
+  auto build = [&] { return x.sub(m).exp().add(x.abs().add(0.5).log()).add(x.sin()); };
+  std::vector<float> ref = runWith(true, build, nullptr);
+  std::vector<float> opt = runWith(false, build, nullptr);
+  REQUIRE(ref.size() == opt.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i)
+    bad += std::fabs(ref[i] - opt[i]) > 1e-5f * std::max(1.0f, std::fabs(ref[i]));
+  CHECK(bad == 0);
+
+  auto sched = schedule(build().lazydata());
+  REQUIRE(sched.back().isKernel());
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), {});
+  CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
+
+  // AVX-512: one 16-lane call per function; AVX2: the 16 lanes of a cache line in two 8-lane calls
+  TargetSpec skx = TargetSpec::host();
+  skx.cpu = "skylake-avx512";
+  skx.features = "+avx2,+fma,+f16c,+avx512f,+avx512vl,+avx512bw,+avx512dq";
+  std::string zmm = emitKernelText(sched.back().ast, skx, {}, IRStage::LLVM);
+  auto count = [](const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+  };
+  CHECK(count(zmm, "@_ZGVeN16v_exp2f(<16 x float> %") == 1);
+  CHECK(count(zmm, "@_ZGVeN16v_log2f(<16 x float> %") == 1);
+  CHECK(count(zmm, "@_ZGVeN16v_sinf(<16 x float> %") == 1);
+  TargetSpec hsw = TargetSpec::host();
+  hsw.cpu = "haswell";
+  hsw.features = "+avx2,+fma,+f16c";
+  std::string ymm = emitKernelText(sched.back().ast, hsw, {}, IRStage::LLVM);
+  CHECK(count(ymm, "@_ZGVdN8v_exp2f(<8 x float> %") == 2);
+  CHECK(count(ymm, "@_ZGVdN8v_sinf(<8 x float> %") == 2);
+  CHECK(ymm.find("!nontemporal") != std::string::npos);
+}
