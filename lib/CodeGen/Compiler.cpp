@@ -5,6 +5,7 @@
 #include "CodeGenFingerprint.h"
 #include "GPULaunch.h"
 #include "LowerKernel.h"
+#include "VectorMath.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/Logging.h"
@@ -68,23 +69,37 @@ void addVectorMath(llvm::TargetLibraryInfoImpl &tlii, llvm::TargetMachine &tm) {
   llvm::StringRef features = tm.getTargetFeatureString();
   bool avx2 = features.contains("+avx2"), avx512 = features.contains("+avx512f");
   if (!avx2) return;
-  struct Fn {
-    const char *scalar, *ymm, *zmm;
-    unsigned ymmLanes, zmmLanes;
-  };
-  static const Fn fns[] = {
-      {"exp2f", "_ZGVdN8v_exp2f", "_ZGVeN16v_exp2f", 8, 16}, {"log2f", "_ZGVdN8v_log2f", "_ZGVeN16v_log2f", 8, 16},
-      {"sinf", "_ZGVdN8v_sinf", "_ZGVeN16v_sinf", 8, 16},    {"exp2", "_ZGVdN4v_exp2", "_ZGVeN8v_exp2", 4, 8},
-      {"log2", "_ZGVdN4v_log2", "_ZGVeN8v_log2", 4, 8},      {"sin", "_ZGVdN4v_sin", "_ZGVeN8v_sin", 4, 8},
-  };
   static const std::vector<std::string> prefixes = {"_ZGV_LLVM_N4v", "_ZGV_LLVM_N8v", "_ZGV_LLVM_N16v"};
+  // VecDesc keeps StringRefs: the names must outlive the TLI, so they are built once
+  static const std::vector<std::pair<std::string, unsigned>> ymmNames = [] {
+    std::vector<std::pair<std::string, unsigned>> v;
+    for (const auto &f : kVectorMathFns) {
+      unsigned lanes = 0;
+      std::string n = vectorMathName(f, false, &lanes);
+      v.emplace_back(std::move(n), lanes);
+    }
+    return v;
+  }();
+  static const std::vector<std::pair<std::string, unsigned>> zmmNames = [] {
+    std::vector<std::pair<std::string, unsigned>> v;
+    for (const auto &f : kVectorMathFns) {
+      unsigned lanes = 0;
+      std::string n = vectorMathName(f, true, &lanes);
+      v.emplace_back(std::move(n), lanes);
+    }
+    return v;
+  }();
   std::vector<llvm::VecDesc> descs;
   auto prefix = [](unsigned lanes) -> llvm::StringRef {
     return lanes == 4 ? prefixes[0] : lanes == 8 ? prefixes[1] : prefixes[2];
   };
-  for (const Fn &f : fns) {
-    descs.emplace_back(f.scalar, f.ymm, llvm::ElementCount::getFixed(f.ymmLanes), false, prefix(f.ymmLanes));
-    if (avx512) descs.emplace_back(f.scalar, f.zmm, llvm::ElementCount::getFixed(f.zmmLanes), false, prefix(f.zmmLanes));
+  for (size_t i = 0; i < std::size(kVectorMathFns); ++i) {
+    const auto &f = kVectorMathFns[i];
+    descs.emplace_back(f.scalar, ymmNames[i].first, llvm::ElementCount::getFixed(ymmNames[i].second), false,
+                       prefix(ymmNames[i].second));
+    if (avx512)
+      descs.emplace_back(f.scalar, zmmNames[i].first, llvm::ElementCount::getFixed(zmmNames[i].second), false,
+                         prefix(zmmNames[i].second));
   }
   tlii.addVectorizableFunctions(descs);
 }

@@ -19,6 +19,7 @@
 // buffer pointers and variable values and calls the (inlined) implementation, and `@k_range`.
 #include "LowerCore.h"
 #include "LowerKernel.h"
+#include "VectorMath.h"
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -62,22 +63,22 @@ public:
   }
 };
 
-// glibc's vector math variant of exp2/log2/sin for `lanes`-wide vectors: the widest x86 ABI
-// variant (AVX-512 'e' or AVX2 'd') whose width divides `lanes`, as {name, width}. The same
-// functions the loop vectorizer calls for the scalar path (Compiler.cpp), so both modes agree.
+// The libmvec variant (VectorMath.h) of exp2/log2/sin for `lanes`-wide vectors: the widest
+// register whose lane count divides `lanes`, as {name, lanes per call}.
 std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int64_t lanes, int vectorBits,
                                                            const Triple &triple) {
   if (!triple.isX86() || !triple.isOSLinux() || vectorBits < 256) return std::nullopt;
+  if (dt != dtypes::float32 && dt != dtypes::float64) return std::nullopt;
   bool dbl = dt == dtypes::float64;
-  if (!dbl && dt != dtypes::float32) return std::nullopt;
   const char *base = op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin" : nullptr;
   if (!base) return std::nullopt;
+  auto fn = findVectorMathFn(std::string(base) + (dbl ? "" : "f"));
+  if (!fn) return std::nullopt;
   for (bool zmm : {true, false}) {
     if (zmm && vectorBits < 512) continue;
-    int64_t width = (zmm ? 512 : 256) / (dbl ? 64 : 32);
-    if (lanes % width != 0) continue;
-    std::string name = std::string("_ZGV") + (zmm ? "e" : "d") + "N" + std::to_string(width) + "v_" + base + (dbl ? "" : "f");
-    return std::make_pair(name, width);
+    unsigned width = 0;
+    std::string name = vectorMathName(*fn, zmm, &width);
+    if (lanes % width == 0) return std::make_pair(name, static_cast<int64_t>(width));
   }
   return std::nullopt;
 }

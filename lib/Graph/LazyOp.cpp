@@ -150,43 +150,41 @@ std::vector<const LazyOp *> LazyOp::lazyops() const {
 }
 
 namespace {
-// Rebuilds `node` with its leaves replaced; a subtree none of whose leaves change is shared, not
-// copied (scheduling a merged chain maps every constant, most of them to themselves).
-LazyOpRef mapSubtree(const LazyOpRef &node, const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) {
+using BufferMapping = std::unordered_map<const LazyBuffer *, LazySrc>;
+
+LazyOpRef mapSubtree(const LazyOpRef &node, const BufferMapping &mapping);
+
+// The sources with their leaves replaced; `changed` tells whether any source differs.
+std::vector<LazySrc> mapSources(const std::vector<LazySrc> &src, const BufferMapping &mapping, bool &changed) {
   std::vector<LazySrc> ns;
-  ns.reserve(node->src.size());
-  bool changed = false;
-  for (const auto &s : node->src) {
+  ns.reserve(src.size());
+  for (const auto &s : src) {
     if (s.isBuffer()) {
       auto it = mapping.find(s.buf.get());
-      if (it != mapping.end() && !(it->second.isBuffer() && it->second.buf == s.buf)) {
-        ns.push_back(it->second);
-        changed = true;
-      } else {
-        ns.push_back(s);
-      }
+      bool replace = it != mapping.end() && !(it->second.isBuffer() && it->second.buf == s.buf);
+      ns.push_back(replace ? it->second : s);
+      changed = changed || replace;
     } else {
       LazyOpRef m = mapSubtree(s.op, mapping);
       changed = changed || m != s.op;
       ns.emplace_back(std::move(m));
     }
   }
+  return ns;
+}
+
+// A subtree none of whose leaves change is shared, not copied (scheduling a merged chain maps
+// every constant, most of them to themselves).
+LazyOpRef mapSubtree(const LazyOpRef &node, const BufferMapping &mapping) {
+  bool changed = false;
+  std::vector<LazySrc> ns = mapSources(node->src, mapping, changed);
   return changed ? LazyOp::make(node->op, std::move(ns), node->arg) : node;
 }
 } // namespace
 
 LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const {
-  std::vector<LazySrc> ns;
-  ns.reserve(src.size());
-  for (const auto &s : src) {
-    if (s.isBuffer()) {
-      auto it = mapping.find(s.buf.get());
-      ns.push_back(it != mapping.end() ? it->second : s);
-    } else {
-      ns.emplace_back(mapSubtree(s.op, mapping));
-    }
-  }
-  return make(op, std::move(ns), arg);
+  bool changed = false;
+  return make(op, mapSources(src, mapping, changed), arg);
 }
 
 LazyBufferRef LazyOp::replaceWithMovementOps(const std::vector<std::pair<Op, LazyOpArg>> &ops) const {

@@ -126,8 +126,15 @@ VarVals mergeVarVals(const std::vector<const ShapeTracker *> &sts) {
 
 } // namespace
 
+namespace {
+// Nothing to schedule for this buffer: already in this walk, realized, or an inlined constant.
+bool nothingToSchedule(const LazyBuffer *b, const SeenSet &seen) {
+  return seen.contains(b) || b->isRealized() || b->isUnrealizedConst();
+}
+} // namespace
+
 std::vector<ScheduleItem> schedule(const LazyBufferRef &self, SeenSet &seen) {
-  if (seen.contains(self.get()) || self->isRealized() || self->isUnrealizedConst()) return {};
+  if (nothingToSchedule(self.get(), seen)) return {};
   seen.add(self);
   if (self->isView()) return schedule(self->baseShared(), seen);
 
@@ -140,7 +147,7 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &self, SeenSet &seen) {
   // schedule the past
   std::vector<ScheduleItem> ret;
   for (LazyBuffer *x : op->buffers()) {
-    if (seen.contains(x) || x->isRealized() || x->isUnrealizedConst()) continue;
+    if (nothingToSchedule(x, seen)) continue; // without taking a reference to it
     auto sub = schedule(x->shared_from_this(), seen);
     ret.insert(ret.end(), std::make_move_iterator(sub.begin()), std::make_move_iterator(sub.end()));
   }
