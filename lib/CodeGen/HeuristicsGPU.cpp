@@ -180,11 +180,11 @@ void reduceUnroll(Kernel &k) {
     upcastReduce |= pyNe(k.sts[0].shape()[a], k.fullShape()[a]);
   }
   if (!(offsets <= 4 || !upcastReduce) || !(k.upcasted == 0 || upcastProd < 64)) return;
-  const SInt &s = k.fullShape()[unupcastedLen(k) - 1];
+  const SInt s = k.fullShape()[unupcastedLen(k) - 1]; // a copy: apply() rebuilds the shapes
   if (s.isInt() && s.asInt() <= 32) {
     apply(k, OptOp::Unroll, unupcastedLen(k) - 1 - fr, 0);
     if (fr < unupcastedLen(k) && s.asInt() <= 3) {
-      const SInt &s2 = k.fullShape()[unupcastedLen(k) - 1];
+      const SInt s2 = k.fullShape()[unupcastedLen(k) - 1];
       if (s2.isInt() && s2.asInt() <= 3) apply(k, OptOp::Unroll, unupcastedLen(k) - 1 - fr, 0);
     }
   } else if (intDivides(s, 4)) {
