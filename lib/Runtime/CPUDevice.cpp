@@ -138,18 +138,6 @@ private:
   ProgramInfo info_;
 };
 
-// Programs are cached by AST and by whether kernel optimizations were on (NOOPT).
-struct ProgramKey {
-  LazyOpRef ast;
-  bool noopt;
-};
-struct AstHash {
-  size_t operator()(const ProgramKey &a) const { return a.ast->hash() * 2 + a.noopt; }
-};
-struct AstEq {
-  bool operator()(const ProgramKey &a, const ProgramKey &b) const { return a.noopt == b.noopt && *a.ast == *b.ast; }
-};
-
 class CPUDevice : public Device {
 public:
   explicit CPUDevice(const std::string &name) : Device(name), target(TargetSpec::host()) { JIT::get(); }
@@ -225,7 +213,7 @@ public:
 private:
   TargetSpec target;
   std::mutex mu;
-  std::unordered_map<ProgramKey, std::shared_ptr<Program>, AstHash, AstEq> programs;
+  ProgramCache programs;
 
   std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
     return "lazyjit-cpu-v1\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt || config().noopt) +

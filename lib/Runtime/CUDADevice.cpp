@@ -186,17 +186,6 @@ private:
   ProgramInfo info_;
 };
 
-struct ProgramKey {
-  LazyOpRef ast;
-  bool noopt;
-};
-struct ProgramKeyHash {
-  size_t operator()(const ProgramKey &k) const { return k.ast->hash() * 2 + k.noopt; }
-};
-struct ProgramKeyEq {
-  bool operator()(const ProgramKey &a, const ProgramKey &b) const { return a.noopt == b.noopt && *a.ast == *b.ast; }
-};
-
 class CUDADevice : public Device {
 public:
   explicit CUDADevice(const std::string &name) : Device(name) {
@@ -257,7 +246,7 @@ private:
   TargetSpec target;
   std::unique_ptr<CUDAAllocator> allocator_;
   std::mutex mu;
-  std::unordered_map<ProgramKey, std::shared_ptr<Program>, ProgramKeyHash, ProgramKeyEq> programs;
+  ProgramCache programs;
 
   struct Compiled {
     std::string ptx;

@@ -445,27 +445,6 @@ struct Pending {
 
 bool isBufferLeaf(Op op) { return op == Op::Load || op == Op::Const || op == Op::Store; }
 
-// How many operands an op takes in a kernel AST (-1: zero or one, for LoadOps).
-int arityOf(Op op) {
-  switch (opTypeOf(op)) {
-  case OpType::Unary:
-    return 1;
-  case OpType::Binary:
-    return 2;
-  case OpType::Ternary:
-    return 3;
-  case OpType::Reduce:
-    return 1;
-  case OpType::Movement:
-    return 1;
-  case OpType::Buffer:
-    return op == Op::Store ? 1 : 0;
-  case OpType::Load:
-    return -1;
-  }
-  return -1;
-}
-
 std::string plural(size_t n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
 }
@@ -730,7 +709,7 @@ private:
 
   LazyOpRef build(Pending &n, bool atEof) {
     std::string name(opName(n.op));
-    int arity = arityOf(n.op);
+    int arity = opArity(n.op);
     size_t got = n.srcs.size();
     if (arity >= 0 && got != static_cast<size_t>(arity))
       nodeError(n, atEof && got < static_cast<size_t>(arity),

@@ -12,25 +12,6 @@ namespace {
 
 [[noreturn]] void reject(const std::string &msg) { throw Error("verifyAst: " + msg); }
 
-size_t expectedArity(Op op) {
-  switch (opTypeOf(op)) {
-  case OpType::Unary:
-    return 1;
-  case OpType::Binary:
-    return 2;
-  case OpType::Ternary:
-    return 3;
-  case OpType::Reduce:
-    return 1;
-  case OpType::Buffer:
-    return op == Op::Store ? 1 : 0;
-  case OpType::Movement:
-  case OpType::Load:
-    return 0; // rejected before arity matters
-  }
-  return 0;
-}
-
 class Verifier {
 public:
   void run(const LazyOp &root) {
@@ -73,9 +54,9 @@ private:
     if (isLoadOp(op.op)) reject(fmt::format("{} inside a kernel AST", name));
     if (op.op == Op::Store && !isRoot)
       reject("BufferOps.STORE must be the root and appear only once");
-    if (op.src.size() != expectedArity(op.op))
-      reject(fmt::format("{} expects {} operand(s), got {}", name, expectedArity(op.op),
-                         op.src.size()));
+    // movement and LoadOps were rejected above, so the arity is a fixed count
+    if (static_cast<int>(op.src.size()) != opArity(op.op))
+      reject(fmt::format("{} expects {} operand(s), got {}", name, opArity(op.op), op.src.size()));
 
     Shape shape;
     if (op.op == Op::Load || op.op == Op::Store) {

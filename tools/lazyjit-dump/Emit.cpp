@@ -207,15 +207,17 @@ TargetSpec ptxTarget(const DumpContext &ctx) {
   return TargetSpec::nvptx(o.mcpu.empty() ? "sm_90" : o.mcpu);
 }
 
+// Launch dims as `[x, y, z]`.
+std::string dims(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 // Each kernel's PTX after a `// kernel <i> <name> grid=[x, y, z] block=[x, y, z] shared=<bytes>`
 // line (a PTX comment, so a one-kernel output is a valid .ptx file).
 void emitPtx(DumpContext &ctx) {
   TargetSpec target = ptxTarget(ctx);
-  auto dims = [](const std::vector<int64_t> &v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-  };
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
     KernelSignature sig = describeKernel(ast, target, {});
@@ -244,11 +246,6 @@ TargetSpec codegenTarget(const DumpContext &ctx) {
 // --emit=kernel: each kernel after optimization: full shape, axis kinds, options, launch dims.
 void emitKernel(DumpContext &ctx) {
   TargetSpec target = codegenTarget(ctx);
-  auto dims = [](const std::vector<int64_t> &v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-  };
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
     KernelSignature sig = describeKernel(ast, target, {});
@@ -277,11 +274,6 @@ void emitIR(DumpContext &ctx, IRStage stage) {
 
 // --emit=stats: per kernel as it ran: name, launch dims, time, GFLOP/s, GB/s.
 void emitStats(DumpContext &ctx) {
-  auto dims = [](const std::vector<int64_t> &v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-  };
   int k = 0;
   for (const auto &r : ctx.runStats.runs) {
     double t = std::max(r.seconds, 1e-9);

@@ -257,15 +257,6 @@ private:
   ProgramInfo info_;
 };
 
-// Programs are cached by AST and NOOPT, as the real devices do.
-using ProgramKey = std::pair<LazyOpRef, bool>;
-struct AstHash {
-  size_t operator()(const ProgramKey &a) const { return a.first->hash() * 2 + a.second; }
-};
-struct AstEq {
-  bool operator()(const ProgramKey &a, const ProgramKey &b) const { return a.second == b.second && *a.first == *b.first; }
-};
-
 class EmuDevice : public Device {
 public:
   explicit EmuDevice(const std::string &name) : Device(name) {}
@@ -293,7 +284,7 @@ public:
 
 private:
   std::mutex mu;
-  std::unordered_map<ProgramKey, std::shared_ptr<Program>, AstHash, AstEq> programs;
+  ProgramCache programs; // by AST and NOOPT, as the real devices do
 };
 
 } // namespace

@@ -1,5 +1,6 @@
-// A tiny seeded generator for the randomized Graph tests: splitmix64, whose sequence is the same on
-// every platform and standard library, so a failing seed reproduces anywhere.
+// A tiny seeded generator for the randomized tests (Graph, Tensor): splitmix64, whose sequence is
+// the same on every platform and standard library, so a failing seed reproduces anywhere. It is
+// independent of lazyjit's own generator.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,8 @@ public:
     return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
   }
   bool chance(int percent) { return range(0, 99) < percent; }
+  /// Uniform in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
 private:
   uint64_t state;

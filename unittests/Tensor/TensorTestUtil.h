@@ -9,6 +9,8 @@
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Tensor/Tensor.h"
 
+#include "../Graph/TestRng.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -50,24 +52,8 @@ inline const std::vector<DType> &intDTypes() {
   return d;
 }
 
-// ---- deterministic data
+// ---- deterministic data (Rng: splitmix64, ../Graph/TestRng.h)
 // ----------------------------------------------------------------------------
-
-/// splitmix64, independent of lazyjit's own generator.
-class Rng {
-public:
-  explicit Rng(uint64_t seed) : state(seed) {}
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
-private:
-  uint64_t state;
-};
 
 /// `n` float32-representable values in [lo, hi).
 inline Vals randVals(size_t n, uint64_t seed, double lo = -2, double hi = 2) {

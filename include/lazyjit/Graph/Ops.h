@@ -32,4 +32,24 @@ inline bool isLoadOp(Op op) { return opTypeOf(op) == OpType::Load; }
 inline bool isMovementOp(Op op) { return opTypeOf(op) == OpType::Movement; }
 inline bool isReduceOp(Op op) { return opTypeOf(op) == OpType::Reduce; }
 
+/// How many sources an op takes: 1, 2 or 3 for elementwise ops, 1 for reduces, movement ops and
+/// STORE, 0 for LOAD/CONST, -1 for LoadOps (zero or one).
+inline int opArity(Op op) {
+  switch (opTypeOf(op)) {
+  case OpType::Unary:
+  case OpType::Reduce:
+  case OpType::Movement:
+    return 1;
+  case OpType::Binary:
+    return 2;
+  case OpType::Ternary:
+    return 3;
+  case OpType::Buffer:
+    return op == Op::Store ? 1 : 0;
+  case OpType::Load:
+    return -1;
+  }
+  return -1;
+}
+
 } // namespace lazyjit

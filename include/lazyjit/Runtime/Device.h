@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace lazyjit {
@@ -50,6 +51,18 @@ public:
   virtual void run(std::span<Buffer *const> bufs, const VarVals &vars) = 0;
   virtual const ProgramInfo &info() const = 0;
 };
+
+/// A device's in-memory program cache: compiled programs by AST (structurally) and by whether
+/// kernel optimizations were on (NOOPT).
+struct ProgramKey {
+  LazyOpRef ast;
+  bool noopt;
+  bool operator==(const ProgramKey &o) const { return noopt == o.noopt && *ast == *o.ast; }
+};
+struct ProgramKeyHash {
+  size_t operator()(const ProgramKey &k) const { return k.ast->hash() * 2 + k.noopt; }
+};
+using ProgramCache = std::unordered_map<ProgramKey, std::shared_ptr<Program>, ProgramKeyHash>;
 
 class Device {
 public:
