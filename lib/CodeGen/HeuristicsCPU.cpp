@@ -109,6 +109,48 @@ int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
   return 1;
 }
 
+// A reduce whose inputs are all contiguous along the last reduce axis, over two output axes that
+// each input is broadcast along one of (x @ w.T, which is what nn.Linear computes): a block of
+// rows x cols outputs shares each loaded vector of the reduce loop, which the loop vectorizer
+// then turns into rows*cols vector accumulators. Returns whether it applied.
+bool tileDotProducts(Kernel &k, bool wide) {
+  int fr = k.firstReduce();
+  int lastRed = static_cast<int>(k.shapeLen()) - k.upcasted - 1;
+  if (!k.reduceop || lastRed < fr || !isIntSize(k, lastRed) || k.fullShape()[lastRed].asInt() < 16) return false;
+  bool anyUnit = false;
+  for (size_t i = 1; i < k.bufs.size(); ++i) {
+    if (k.bufs[i]->op == Op::Const) continue;
+    auto s = strideOf(k, i, lastRed);
+    if (!s || (*s != 0 && *s != 1)) return false;
+    anyUnit = anyUnit || *s == 1;
+  }
+  if (!anyUnit) return false;
+  // output axes a < b: one input varies along a only, another along b only, none along both
+  int64_t rows = wide ? 4 : 2, cols = 4;
+  for (int b = fr - 1; b >= 1; --b)
+    for (int a = b - 1; a >= 0; --a) {
+      if (!isIntSize(k, a) || !isIntSize(k, b) || k.fullShape()[a].asInt() % rows != 0 ||
+          k.fullShape()[b].asInt() % cols != 0)
+        continue;
+      bool alongA = false, alongB = false, ok = true;
+      for (size_t i = 1; i < k.bufs.size() && ok; ++i) {
+        if (k.bufs[i]->op == Op::Const) continue;
+        auto sa = strideOf(k, i, a), sb = strideOf(k, i, b);
+        if (!sa || !sb || (*sa != 0 && *sb != 0)) ok = false;
+        else if (strideOf(k, i, lastRed) == 1) {
+          alongA = alongA || *sa != 0;
+          alongB = alongB || *sb != 0;
+        }
+      }
+      if (!ok || !alongA || !alongB) continue;
+      // the later axis first, so that upcasting it (which may remove it) leaves `a` in place
+      k.applyOpt({OptOp::Upcast, b, cols});
+      k.applyOpt({OptOp::Upcast, a, rows});
+      return true;
+    }
+  return false;
+}
+
 } // namespace
 
 void applyCPUHeuristics(Kernel &k) {
@@ -119,6 +161,7 @@ void applyCPUHeuristics(Kernel &k) {
   // kernels with exp2/log2/sin are left to the loop vectorizer, except for streaming stores
   if (transcendental && (!vec || k.reduceop || *vec + 1 != static_cast<size_t>(k.firstReduce()))) return;
   if (!vec) {
+    if (tileDotProducts(k, wide)) return;
     // no vector axis: unroll a small last reduce axis, as the reference does
     if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {
       size_t last = k.shapeLen() - k.upcasted - 1;

@@ -50,6 +50,7 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
   Tensor odd1 = rnd({13, 7}, 4), odd2 = rnd({7, 20}, 5);
   Tensor img = rnd({2, 5, 9, 12}, 6), w = rnd({8, 5, 3, 3}, 7);
   Tensor col = rnd({33, 40}, 8), big = rnd({3, 64, 64}, 9);
+  Tensor lin = rnd({96, 48}, 10), odd3 = rnd({13, 48}, 16);
   std::vector<Case> cases = {
       {"matmul 64x48 @ 48x96", [&] { return a.matmul(b); }, {OptOp::Upcast, OptOp::Swap}},
       {"matmul + bias + relu", [&] { return a.matmul(b).add(c).relu(); }, {OptOp::Upcast}},
@@ -63,6 +64,9 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       {"avg pool 3 stride 1", [&] { return img.avgPool2d({3, 3}, std::vector<int64_t>{1, 1}); }, {}},
       {"broadcast outer product sum", [&] { return c.reshape({96, 1}).mul(c.reshape({1, 96})).sum(std::vector<int64_t>{1}); }, {}},
       {"softmax rows", [&] { return col.softmax(); }, {}},
+      {"x @ w.T (nn.Linear's form): dot-product tiles", [&] { return a.matmul(lin.transpose(0, 1)).add(c).relu(); },
+       {OptOp::Upcast}},
+      {"x @ w.T with odd rows", [&] { return odd3.matmul(lin.transpose(0, 1)); }, {}},
   };
   for (const auto &cs : cases) {
     CAPTURE(cs.name);
