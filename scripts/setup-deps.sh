@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages lazyjit needs, only those that are missing (idempotent).
 #   scripts/setup-deps.sh           build + test dependencies
-#   scripts/setup-deps.sh --bench   also the bench peers (Eigen, OpenBLAS)
+#   scripts/setup-deps.sh --bench   also the bench peers (Eigen, OpenBLAS, libtorch)
 set -euo pipefail
 
 pkgs=(cmake ninja-build ccache g++ lld python3
-      llvm-19-dev llvm-19-tools libspdlog-dev libfmt-dev doctest-dev libcli11-dev libzstd-dev)
+      llvm-19-dev llvm-19-tools libspdlog-dev libfmt-dev doctest-dev libcli11-dev libzstd-dev
+      zlib1g-dev dataset-fashion-mnist)
 for arg in "$@"; do
   case "$arg" in
-    --bench) pkgs+=(libeigen3-dev libopenblas-dev) ;;
+    --bench) pkgs+=(libeigen3-dev libopenblas-dev libtorch-dev) ;;
     *) echo "setup-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

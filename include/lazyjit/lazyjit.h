@@ -1,4 +1,5 @@
-// The umbrella header for model code: the Tensor API, nn layers, and realize/debug helpers.
+// The umbrella header for model code: the Tensor API and autograd, nn modules, layers, optimizers
+// and data files, and realize/debug helpers.
 #pragma once
 
 #include "lazyjit/Graph/DType.h"
@@ -6,5 +7,9 @@
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
-#include "lazyjit/Tensor/NN.h"
+#include "lazyjit/NN/IDX.h"
+#include "lazyjit/NN/Layers.h"
+#include "lazyjit/NN/Module.h"
+#include "lazyjit/NN/Optim.h"
+#include "lazyjit/Tensor/Function.h"
 #include "lazyjit/Tensor/Tensor.h"

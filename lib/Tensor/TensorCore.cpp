@@ -54,70 +54,34 @@ int64_t normAxis(const char *op, const Tensor &t, int64_t axis, int64_t ndimExtr
   return axis < 0 ? axis + n : axis;
 }
 
-// ---- mlops ------------------------------------------------------------------------------------------
-
 using TI = TensorInternals;
-
-Tensor mlContiguous(const Tensor &x) { return TI::wrap(TI::lb(x)->contiguous()); }
-Tensor mlCast(const Tensor &x, DType dtype, bool bitcast) {
-  return TI::wrap(TI::lb(x)->cast(dtype, bitcast));
-}
-Tensor mlZero(const Tensor &x) { return TI::wrap(TI::lb(x)->constLike(0)); }
-Tensor mlNeg(const Tensor &x) { return TI::wrap(TI::lb(x)->e(Op::Neg)); }
-Tensor mlSin(const Tensor &x) { return TI::wrap(TI::lb(x)->e(Op::Sin)); }
-Tensor mlRelu(const Tensor &x) {
-  const auto &l = TI::lb(x);
-  return TI::wrap(l->e(Op::Max, {l->constLike(0)}));
-}
-Tensor mlLog(const Tensor &x) {
-  const auto &l = TI::lb(x);
-  return TI::wrap(l->e(Op::Log2)->e(Op::Mul, {l->constLike(std::log(2.0))}));
-}
-Tensor mlExp(const Tensor &x) {
-  const auto &l = TI::lb(x);
-  return TI::wrap(l->e(Op::Mul, {l->constLike(1 / std::log(2.0))})->e(Op::Exp2));
-}
-Tensor mlSqrt(const Tensor &x) { return TI::wrap(TI::lb(x)->e(Op::Sqrt)); }
-Tensor mlSigmoid(const Tensor &x) {
-  const auto &l = TI::lb(x);
-  // x.const(1).e(DIV, x.const(1).e(ADD, x.e(MUL, x.const(-1/log(2))).e(EXP2))), in that order
-  LazyBufferRef one = l->constLike(1);
-  LazyBufferRef one2 = l->constLike(1);
-  LazyBufferRef ex = l->e(Op::Mul, {l->constLike(-1 / std::log(2.0))})->e(Op::Exp2);
-  LazyBufferRef den = one2->e(Op::Add, {ex});
-  ex.reset();
-  one2.reset();
-  return TI::wrap(one->e(Op::Div, {den}));
-}
-Tensor mlBinary(Op op, const Tensor &x, const Tensor &y) {
-  return TI::wrap(TI::lb(x)->e(op, {TI::lb(y)}));
-}
-Tensor mlWhere(const Tensor &x, const Tensor &y, const Tensor &z) {
-  return TI::wrap(TI::lb(x)->e(Op::Where, {TI::lb(y), TI::lb(z)}));
-}
-Tensor mlReduce(Op op, const Tensor &x, const Shape &newShape) {
-  return TI::wrap(TI::lb(x)->r(op, newShape));
-}
-Tensor mlExpand(const Tensor &x, const Shape &shape) { return TI::wrap(TI::lb(x)->expand(shape)); }
-Tensor mlReshape(const Tensor &x, const Shape &shape) { return TI::wrap(TI::lb(x)->reshape(shape)); }
-Tensor mlPermute(const Tensor &x, const std::vector<int64_t> &order) {
-  return TI::wrap(TI::lb(x)->permute(order));
-}
-Tensor mlPad(const Tensor &x, const PadArg &arg) { return TI::wrap(TI::lb(x)->pad(arg)); }
-Tensor mlShrink(const Tensor &x, const PadArg &arg) { return TI::wrap(TI::lb(x)->shrink(arg)); }
-Tensor mlFlip(const Tensor &x, const std::vector<int64_t> &axis) {
-  std::vector<int64_t> arg(x.ndim(), 1);
-  for (int64_t a : axis) arg[a] = -1;
-  return TI::wrap(TI::lb(x)->stride(arg));
-}
 
 // ---- state --------------------------------------------------------------------------------------
 
-Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device) {
+Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device,
+               std::optional<bool> requiresGrad)
+    : impl(std::make_shared<TensorImpl>()) {
   LAZYJIT_INTERNAL_CHECK(lazydata, "Tensor from a null LazyBuffer");
   checkedNumel("tensor", lazydata->shape);
-  std::string dev = device ? canonicalizeDevice(*device) : lazydata->device;
-  lb = lazydata->device == dev ? std::move(lazydata) : lazydata->copyToDevice(dev);
+  impl->requiresGrad = requiresGrad;
+  if (!device || lazydata->device == *device) {
+    impl->lazydata = std::move(lazydata);
+    return;
+  }
+  std::string dev = canonicalizeDevice(*device);
+  impl->lazydata = lazydata->device == dev ? std::move(lazydata) : lazydata->copyToDevice(dev);
+}
+
+Index Index::of(const Tensor &t) {
+  Index ix{Kind::Tensor, 0, {}, {}, 1, nullptr};
+  LAZYJIT_USER_CHECK(t.defined(), Error, "getitem: the index is an undefined Tensor");
+  ix.tensor = t.impl;
+  return ix;
+}
+
+Index Index::of(const std::vector<int64_t> &values) {
+  std::vector<double> v(values.begin(), values.end());
+  return of(Tensor::fromValues(v, {static_cast<int64_t>(values.size())}, {dtypes::int32, std::nullopt, false}));
 }
 
 namespace {
@@ -156,24 +120,30 @@ double wrapIntConst(double v, DType dt) {
 Tensor Tensor::scalar(double value, const TensorOptions &opts) {
   std::string dev = resolveDevice("scalar", opts.device);
   DType dt = opts.dtype.value_or(dtypes::float32);
-  return Tensor(LazyBuffer::loadop(Op::LoadConst, {}, dt, dev, wrapIntConst(value, dt)));
+  return Tensor(LazyBuffer::loadop(Op::LoadConst, {}, dt, dev, wrapIntConst(value, dt)), std::nullopt,
+                opts.requiresGrad);
 }
 
-static void checkDefined(const LazyBufferRef &lb) {
-  LAZYJIT_USER_CHECK(lb != nullptr, Error, "use of an undefined (default-constructed) Tensor");
+static void checkDefined(const std::shared_ptr<TensorImpl> &impl) {
+  LAZYJIT_USER_CHECK(impl != nullptr, Error, "use of an undefined (default-constructed) Tensor");
+}
+
+const LazyBufferRef &Tensor::lazydata() const {
+  static const LazyBufferRef none;
+  return impl ? impl->lazydata : none;
 }
 
 const Shape &Tensor::shape() const {
-  checkDefined(lb);
-  return lb->shape;
+  checkDefined(impl);
+  return impl->lazydata->shape;
 }
 DType Tensor::dtype() const {
-  checkDefined(lb);
-  return lb->dtype();
+  checkDefined(impl);
+  return impl->lazydata->dtype();
 }
 const std::string &Tensor::device() const {
-  checkDefined(lb);
-  return lb->device;
+  checkDefined(impl);
+  return impl->lazydata->device;
 }
 int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
 SInt Tensor::numel() const { return prod(shape()); }
@@ -187,7 +157,11 @@ std::vector<int64_t> Tensor::intShape() const {
   return out;
 }
 
-std::string Tensor::repr() const { return "<Tensor " + lb->repr() + " on " + device() + ">"; }
+std::string Tensor::repr() const {
+  checkDefined(impl);
+  std::string g = impl->grad ? impl->grad->lazydata->repr() : "None";
+  return "<Tensor " + impl->lazydata->repr() + " on " + device() + " with grad " + g + ">";
+}
 
 NodeRef Variable(const std::string &name, int64_t min, int64_t max) {
   return variable(name, min, max);
@@ -196,19 +170,22 @@ NodeRef Variable(const std::string &name, int64_t min, int64_t max) {
 // ---- data handlers ------------------------------------------------------------------------------
 
 Tensor &Tensor::realize() {
-  checkDefined(lb);
-  runSchedule(schedule(lb));
+  checkDefined(impl);
+  runSchedule(schedule(impl->lazydata));
   return *this;
 }
 
 void Tensor::corealize(const std::vector<Tensor> &tensors) {
   std::vector<LazyBufferRef> outs;
-  for (const auto &t : tensors) outs.push_back(t.lazydata());
+  for (const auto &t : tensors) {
+    checkDefined(t.impl);
+    outs.push_back(t.lazydata());
+  }
   runSchedule(scheduleMany(outs));
 }
 
 std::vector<uint8_t> Tensor::toBytes() const {
-  checkDefined(lb);
+  checkDefined(impl);
   LAZYJIT_USER_CHECK(allInt(shape()), UnsupportedError,
                      "cannot read back {}: the shape is symbolic", describe(*this));
   int64_t n = prodInt(shape());
@@ -234,16 +211,27 @@ std::vector<uint8_t> Tensor::toBytes() const {
 Tensor Tensor::to(const std::string &dev) const & {
   if (canonicalizeDevice(dev) == device()) return *this;
   resolveDevice("to", dev);
-  return Tensor(lb, dev);
+  Tensor ret(impl->lazydata, dev);
+  if (impl->grad) ret.impl->grad = TI::fromImpl(impl->grad).to(dev).impl;
+  return ret;
 }
 
-Tensor Tensor::detach() const & { return Tensor(lb); }
+Tensor Tensor::detach() const & {
+  checkDefined(impl);
+  return Tensor(impl->lazydata, std::nullopt, false);
+}
 
 Tensor &Tensor::assign(const Tensor &x) {
+  checkDefined(impl);
+  checkDefined(x.impl);
   LAZYJIT_USER_CHECK(shape() == x.shape(), ShapeError, "assign: shape mismatch {} != {}",
                      describe(*this), describe(x));
-  if (dtype() == x.dtype() && lb->isRealized()) x.lb->outputBuffer = lb->realized();
-  lb = x.lb;
+  LAZYJIT_USER_CHECK(!x.requiresGrad().value_or(false), Error,
+                     "assign: the new value {} requires a gradient; assign a detach()ed value "
+                     "(a gradient cannot flow through an assign)", describe(x));
+  const LazyBufferRef &lb = impl->lazydata;
+  if (dtype() == x.dtype() && lb->isRealized()) x.impl->lazydata->outputBuffer = lb->realized();
+  impl->lazydata = x.impl->lazydata;
   return *this;
 }
 
@@ -282,12 +270,15 @@ Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
       std::memcpy(bytes.data() + i * sizeof(T), &x, sizeof(T));
     });
   }
-  return fromBytes(bytes.data(), bytes.size(), shape, dt, opts.device);
+  Tensor t = fromBytes(bytes.data(), bytes.size(), shape, dt, opts.device);
+  t.impl->requiresGrad = opts.requiresGrad;
+  return t;
 }
 
 Tensor TensorInternals::loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg) {
   std::string dev = resolveDevice(op == Op::Empty ? "empty" : "rand", opts.device);
-  return Tensor(LazyBuffer::loadop(op, {size}, opts.dtype.value_or(dtypes::float32), dev, std::move(arg)));
+  return Tensor(LazyBuffer::loadop(op, {size}, opts.dtype.value_or(dtypes::float32), dev, std::move(arg)),
+                std::nullopt, opts.requiresGrad);
 }
 
 static int64_t creationSize(const char *op, const Shape &shape) {

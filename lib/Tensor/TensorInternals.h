@@ -24,8 +24,12 @@ int64_t normAxis(const char *op, const Tensor &t, int64_t axis, int64_t ndimExtr
 /// The reference's mlops: forward functions over LazyBuffers, each returning a new Tensor.
 class TensorInternals {
 public:
-  static Tensor wrap(LazyBufferRef lb) { return Tensor(std::move(lb)); }
-  static const LazyBufferRef &lb(const Tensor &t) { return t.lb; }
+  static const std::shared_ptr<TensorImpl> &impl(const Tensor &t) { return t.impl; }
+  static Tensor fromImpl(std::shared_ptr<TensorImpl> impl) {
+    Tensor t;
+    t.impl = std::move(impl);
+    return t;
+  }
   /// Tensor._broadcasted: makes a scalar a tensor of self's dtype, left-pads shapes with 1s and
   /// expands both to the broadcast shape. `op` names the operation in errors.
   static std::pair<Tensor, Tensor> broadcasted(const char *op, const Tensor &self, const Operand &y,
@@ -44,8 +48,9 @@ public:
   static Tensor loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg = {});
 };
 
-// mlops forward (each applies one LazyBuffer op and wraps the result)
+// mlops (MLOps.cpp): each applies one Function and returns its result
 Tensor mlContiguous(const Tensor &x);
+Tensor mlContiguousBackward(const Tensor &x);
 Tensor mlCast(const Tensor &x, DType dtype, bool bitcast);
 Tensor mlZero(const Tensor &x);
 Tensor mlNeg(const Tensor &x);

@@ -199,7 +199,7 @@ Tensor Tensor::unsqueeze(int64_t dim) const & {
 }
 
 Tensor Tensor::contiguous() const & { return mlContiguous(*this); }
-Tensor Tensor::contiguousBackward() const & { return *this; }
+Tensor Tensor::contiguousBackward() const & { return mlContiguousBackward(*this); }
 
 Tensor Tensor::cat(std::vector<Tensor> othersIn, int64_t dim) const & {
   std::vector<Tensor> others = std::move(othersIn);
@@ -296,12 +296,21 @@ std::tuple<int64_t, int64_t, int64_t> sliceIndices(const Index &s, int64_t len) 
 } // namespace
 
 Tensor Tensor::getitem(const std::vector<Index> &input) const & {
+  // 1. indices normalization and validation
   std::vector<Index> indices = input;
   int ellipses = 0;
   size_t numSlices = 0;
   for (const auto &i : indices) {
     if (i.kind == Index::Kind::Ellipsis) ++ellipses;
     else if (i.kind != Index::Kind::NewAxis) ++numSlices;
+    if (i.kind == Index::Kind::Tensor) {
+      Tensor t = TI::fromImpl(i.tensor);
+      LAZYJIT_USER_CHECK(t.dtype().isInt() || t.dtype().isFloating(), DTypeError,
+                         "getitem: index tensor must be numeric, got {}", describe(t));
+      LAZYJIT_USER_CHECK(t.device() == device(), DeviceError,
+                         "getitem: the index {} is on {} and the tensor {} on {}", describe(t),
+                         t.device(), describe(*this), device());
+    }
   }
   LAZYJIT_USER_CHECK(ellipses <= 1, ShapeError, "getitem: an index can only have a single ellipsis");
   LAZYJIT_USER_CHECK(static_cast<int64_t>(numSlices) <= ndim(), ShapeError,
@@ -313,13 +322,12 @@ Tensor Tensor::getitem(const std::vector<Index> &input) const & {
   if (fill != indices.end()) indices.erase(fill);
   indices.insert(indices.begin() + fillAt, ndim() - numSlices, Index::all());
 
-  std::vector<int64_t> newAxes; // positions in `indices` of None
+  std::vector<int64_t> newAxes, intDims, tensorDims; // type_dim[None], [int], [Tensor]
   std::vector<Index> filtered;
   for (size_t k = 0; k < indices.size(); ++k) {
     if (indices[k].kind == Index::Kind::NewAxis) newAxes.push_back(static_cast<int64_t>(k));
     else filtered.push_back(indices[k]);
   }
-  std::vector<int64_t> intDims;
   std::vector<int64_t> start, stop, strides;
   for (size_t d = 0; d < filtered.size(); ++d) {
     const Index &ix = filtered[d];
@@ -334,6 +342,11 @@ Tensor Tensor::getitem(const std::vector<Index> &input) const & {
       start.push_back(n);
       stop.push_back(n + 1);
       strides.push_back(1);
+    } else if (ix.kind == Index::Kind::Tensor) {
+      tensorDims.push_back(static_cast<int64_t>(d));
+      start.push_back(0);
+      stop.push_back(sh);
+      strides.push_back(1);
     } else {
       LAZYJIT_USER_CHECK(ix.step != 0, ShapeError, "getitem: slice step cannot be 0");
       auto [s, e, st] = sliceIndices(ix, sh);
@@ -342,7 +355,7 @@ Tensor Tensor::getitem(const std::vector<Index> &input) const & {
       strides.push_back(st);
     }
   }
-  // basic indexing: shrink, then flip where strides are negative
+  // 2. basic indexing (no copy): shrink, then flip where strides are negative
   std::vector<std::optional<SIntPair>> newSlice;
   std::vector<int64_t> flipAxes;
   for (size_t d = 0; d < filtered.size(); ++d) {
@@ -353,6 +366,7 @@ Tensor Tensor::getitem(const std::vector<Index> &input) const & {
   }
   Tensor sliced = shrink(newSlice).flip(flipAxes);
   Shape newShape = sliced.shape();
+  // strides by pad -> reshape -> shrink
   if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1 && s != -1; })) {
     std::vector<std::optional<SIntPair>> pads;
     for (size_t d = 0; d < strides.size(); ++d) {
@@ -378,36 +392,80 @@ Tensor Tensor::getitem(const std::vector<Index> &input) const & {
   }
   // inject dim=1 for None and collapse dim for int
   for (int64_t d : newAxes) newShape.insert(newShape.begin() + d, 1);
+  std::vector<int64_t> dimsCollapsed;
   for (auto it = intDims.rbegin(); it != intDims.rend(); ++it) {
     int64_t dim = *it;
     for (int64_t d : newAxes)
-      if (dim >= d) ++dim;
+      if (*it >= d) ++dim;
+    dimsCollapsed.push_back(dim);
     newShape.erase(newShape.begin() + dim);
   }
-  return sliced.reshape(newShape);
+  Tensor ret = sliced.reshape(newShape);
+  if (tensorDims.empty()) return ret;
+
+  // 3. advanced indexing (copy): for each index tensor, (arange == idx) * ret summed over its dim
+  std::vector<Tensor> idx;
+  std::vector<int64_t> tdim;
+  for (int64_t tensorDim : tensorDims) {
+    int64_t collapsed = 0, injected = 0;
+    for (int64_t d : dimsCollapsed) collapsed += tensorDim >= d;
+    for (int64_t d : newAxes) injected += tensorDim >= d;
+    int64_t td = tensorDim - collapsed + injected;
+    tdim.push_back(td);
+    Tensor t = TI::fromImpl(indices[tensorDim + injected].tensor);
+    // normalize the negative indices
+    idx.push_back(t.sign().neg().relu().mul(static_cast<double>(ret.shape()[td].asInt())).add(t));
+  }
+  int64_t maxDim = 0;
+  for (const auto &i : idx) maxDim = std::max(maxDim, i.ndim());
+  std::vector<int64_t> sumDim;
+  for (size_t n = 0; n < tdim.size(); ++n)
+    sumDim.push_back(n == 0 ? tdim[n] : tdim[n] + maxDim - static_cast<int64_t>(n));
+  auto ones = [](int64_t k) { return Shape(std::max<int64_t>(k, 0), SInt(1)); };
+  auto cat = [](Shape a, const Shape &b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  // every index tensor must broadcast with the others (they are aligned on their last dims)
+  for (size_t a = 0; a < idx.size(); ++a)
+    for (size_t b = a + 1; b < idx.size(); ++b) TI::checkBroadcast("getitem", idx[a], idx[b]);
+  std::vector<Tensor> arange;
+  for (size_t n = 0; n < tdim.size(); ++n) {
+    int64_t d = tdim[n], sd = sumDim[n];
+    int64_t len = ret.shape()[d].asInt();
+    Shape rs = cat(cat(ones(sd), {len}), ones(ret.ndim() + maxDim - static_cast<int64_t>(n) - sd - 1));
+    arange.push_back(Tensor::arange(0, static_cast<double>(len), 1, {dtypes::int32, device(), false}).reshape(rs));
+  }
+  std::vector<Tensor> shapedIdx;
+  shapedIdx.push_back(idx[0].reshape(
+      cat(cat(cat(ones(tdim[0]), ones(1 + maxDim - idx[0].ndim())), idx[0].shape()), ones(ret.ndim() - tdim[0] - 1))));
+  for (size_t n = 1; n < idx.size(); ++n)
+    shapedIdx.push_back(idx[n].reshape(cat(cat(cat(ones(tdim[0]), ones(maxDim - idx[n].ndim())), idx[n].shape()),
+                                           ones(ret.ndim() - tdim[0] - static_cast<int64_t>(n)))));
+  idx.clear();
+  Shape rs(ret.shape().begin(), ret.shape().begin() + sumDim[0] + 1);
+  rs = cat(cat(rs, ones(maxDim)), Shape(ret.shape().begin() + sumDim[0] + 1, ret.shape().end()));
+  ret = ret.reshape(rs);
+  for (size_t n = 0; n < arange.size(); ++n)
+    ret = arange[n].eq(shapedIdx[n]).mul(ret).sum(std::vector<int64_t>{sumDim[n]});
+  // special permute case: the index dims go first when the indexed dims are not adjacent
+  bool adjacent = true;
+  for (size_t n = 1; n < tdim.size(); ++n) adjacent = adjacent && tdim[n] == tdim[0] + static_cast<int64_t>(n);
+  if (tdim[0] != 0 && tdim.size() != 1 && !adjacent) {
+    std::vector<int64_t> dims(ret.ndim());
+    std::iota(dims.begin(), dims.end(), 0);
+    std::vector<int64_t> perm(dims.begin() + tdim[0], dims.begin() + tdim[0] + maxDim);
+    perm.insert(perm.end(), dims.begin(), dims.begin() + tdim[0]);
+    perm.insert(perm.end(), dims.begin() + tdim[0] + maxDim, dims.end());
+    ret = ret.permute(perm);
+  }
+  return ret;
 }
 
 Tensor Tensor::getitem(Tensor indexIn) const & {
   Tensor index = std::move(indexIn);
-  LAZYJIT_USER_CHECK(ndim() >= 1, ShapeError, "getitem: cannot index a 0-d tensor");
-  LAZYJIT_USER_CHECK(index.dtype().isInt() || index.dtype().isFloating(), DTypeError,
-                     "getitem: index tensor must be numeric, got {}", describe(index));
-  // the reference's fancy indexing for one tensor index at dim 0: (arange == idx) * self, summed
-  int64_t n = shape()[0].asInt();
-  Tensor t = index.sign().neg().relu().mul(static_cast<double>(n)).add(index);
-  int64_t maxDim = index.ndim();
-  Shape ar{n};
-  ar.insert(ar.end(), ndim() + maxDim - 1, SInt(1));
-  Tensor arange = Tensor::arange(0, static_cast<double>(n), 1, {dtypes::int32, device()}).reshape(ar);
-  Shape is(1, SInt(1));
-  is.insert(is.end(), index.shape().begin(), index.shape().end());
-  is.insert(is.end(), ndim() - 1, SInt(1));
-  Tensor idx = t.reshape(is);
-  Shape rs{shape()[0]};
-  rs.insert(rs.end(), maxDim, SInt(1));
-  rs.insert(rs.end(), shape().begin() + 1, shape().end());
-  Tensor ret = reshape(rs);
-  return arange.eq(idx).mul(ret).sum(std::vector<int64_t>{0});
+  LAZYJIT_USER_CHECK(ndim() >= 1, ShapeError, "getitem: cannot index a 0-d tensor with {}", describe(index));
+  return getitem(std::vector<Index>{Index::of(index)});
 }
 
 Tensor Tensor::gather(Tensor idxArg, int64_t dim) const & {
@@ -434,7 +492,7 @@ Tensor Tensor::gather(Tensor idxArg, int64_t dim) const & {
   std::vector<std::optional<SIntPair>> shr;
   for (size_t i = 1; i + 1 < idx.shape().size(); ++i) shr.emplace_back(SIntPair(0, idx.shape()[i]));
   shr.emplace_back(SIntPair(0, shape()[d]));
-  Tensor ar = Tensor::arange(0, static_cast<double>(shape()[d].asInt()), 1, {dtypes::int32, device()});
+  Tensor ar = Tensor::arange(0, static_cast<double>(shape()[d].asInt()), 1, {dtypes::int32, device(), false});
   Tensor eqm = idx.eq(ar);
   return eqm.mul(permute(p).shrink(shr).unsqueeze(0)).sum(std::vector<int64_t>{-1}).transpose(0, d);
 }

@@ -15,7 +15,7 @@ namespace {
 Tensor scalarLike(const Tensor &self, double v) {
   // A Python scalar takes the tensor's dtype (float32 for bool tensors).
   DType dt = self.dtype() == dtypes::boolean ? dtypes::float32 : self.dtype();
-  return Tensor::scalar(v, {dt, self.device()});
+  return Tensor::scalar(v, {dt, self.device(), false});
 }
 } // namespace
 
@@ -74,15 +74,20 @@ void TensorInternals::checkBroadcast(const char *op, const Tensor &x, const Oper
 
 Operand TensorInternals::toFloat(const Tensor &self, Operand x) {
   if (!x.isTensor()) return x;
-  const LazyBufferRef &l = x.lb;
-  if (l->isUnrealizedContiguousConst() && TI::broadcasted("broadcast", self, x).first.shape() == self.shape())
+  const LazyBufferRef &l = x.impl->lazydata;
+  if (l->isUnrealizedContiguousConst() && !x.impl->requiresGrad.value_or(false) &&
+      TI::broadcasted("broadcast", self, x).first.shape() == self.shape())
     return Operand(std::get<double>(l->base()->op->arg));
   return x;
 }
 
-Operand::Operand(const Tensor &t) : lb(t.lazydata()) {}
-Operand::Operand(Tensor &&t) : lb(t.lazydata()) { t = Tensor(); }
-Tensor Operand::tensor() const { return TensorInternals::wrap(lb); }
+Operand::Operand(const Tensor &t) : impl(t.impl) {
+  LAZYJIT_USER_CHECK(impl != nullptr, Error, "use of an undefined (default-constructed) Tensor");
+}
+Operand::Operand(Tensor &&t) : impl(std::move(t.impl)) {
+  LAZYJIT_USER_CHECK(impl != nullptr, Error, "use of an undefined (default-constructed) Tensor");
+}
+Tensor Operand::tensor() const { return TensorInternals::fromImpl(impl); }
 
 // ---- binary -----------------------------------------------------------------------------------------
 

@@ -60,7 +60,7 @@ Tensor TensorInternals::reduce(const Tensor &self, Op rop, const Tensor::Axes &a
     // reduced dim becomes 1, as in numpy.
     Shape fs = keepdim ? newShape : shape;
     double v = rop == Op::Sum ? 0.0 : -INFINITY;
-    return Tensor::full(fs, v, {self.dtype(), self.device()});
+    return Tensor::full(fs, v, {self.dtype(), self.device(), std::nullopt});
   }
   Tensor ret = mlReduce(rop, self, newShape);
   return keepdim ? ret : ret.reshape(shape);
@@ -144,7 +144,7 @@ Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const & {
   if (!axis) {
     int64_t n = prodInt(shape());
     Tensor isMax = eq(max());
-    Tensor idx = isMax.mul(Tensor::arange(static_cast<double>(n - 1), -1, -1, {dtypes::int32, device()})
+    Tensor idx = isMax.mul(Tensor::arange(static_cast<double>(n - 1), -1, -1, {dtypes::int32, device(), false})
                                .reshape(shape()));
     return idx.max().sub(static_cast<double>(n), true).sub(1).cast(dtypes::int32);
   }
@@ -153,7 +153,7 @@ Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const & {
   Shape rs{shape()[a]};
   rs.insert(rs.end(), ndim() - a - 1, SInt(1));
   Tensor idx = m.mul(Tensor::arange(static_cast<double>(shape()[a].asInt() - 1), -1, -1,
-                                    {dtypes::int32, device()})
+                                    {dtypes::int32, device(), false})
                          .reshape(rs));
   return idx.max(std::vector<int64_t>{a}, keepdim)
       .sub(static_cast<double>(shape()[a].asInt()), true)
@@ -599,7 +599,7 @@ Tensor Tensor::batchnorm(std::optional<Tensor> weightIn, std::optional<Tensor> b
 
 Tensor Tensor::dropout(double p) const & {
   if (!training || p == 0) return *this;
-  Tensor mask = Tensor::rand(shape(), {std::nullopt, device()}).ge(p).cast(dtypes::boolean);
+  Tensor mask = Tensor::rand(shape(), {std::nullopt, device(), false}).ge(p).cast(dtypes::boolean);
   return mul(mask).mul(1 / (1.0 - p));
 }
 
@@ -614,7 +614,7 @@ Tensor Tensor::scaledDotProductAttention(Tensor keyIn, Tensor valueIn,
                      describe(*this), describe(key), describe(value));
   std::optional<Tensor> attnMask = std::move(attnMaskIn);
   if (isCausal)
-    attnMask = Tensor::ones({shape()[ndim() - 2], key.shape()[key.ndim() - 2]}, {std::nullopt, device()})
+    attnMask = Tensor::ones({shape()[ndim() - 2], key.shape()[key.ndim() - 2]}, {std::nullopt, device(), false})
                    .tril(0)
                    .cast(dtypes::boolean);
   if (attnMask && attnMask->dtype() == dtypes::boolean) attnMask = attnMask->eq(0).where(-INFINITY, 0);
@@ -627,7 +627,7 @@ Tensor Tensor::triu(int64_t k) const & {
   LAZYJIT_USER_CHECK(allInt(shape()) && ndim() >= 2, ShapeError, "triu: needs a concrete >= 2-d tensor, got {}",
                      describe(*this));
   int64_t r = shape()[ndim() - 2].asInt(), c = shape().back().asInt();
-  TensorOptions o{dtype(), device()};
+  TensorOptions o{dtype(), device(), std::nullopt};
   Tensor tri = Tensor::arange(0, static_cast<double>(r), 1, o).unsqueeze(1).expand({r, c})
                    .le(Tensor::arange(static_cast<double>(-k), static_cast<double>(c - k), 1, o)
                            .unsqueeze(0)
@@ -639,7 +639,7 @@ Tensor Tensor::tril(int64_t k) const & {
   LAZYJIT_USER_CHECK(allInt(shape()) && ndim() >= 2, ShapeError, "tril: needs a concrete >= 2-d tensor, got {}",
                      describe(*this));
   int64_t r = shape()[ndim() - 2].asInt(), c = shape().back().asInt();
-  TensorOptions o{dtype(), device()};
+  TensorOptions o{dtype(), device(), std::nullopt};
   Tensor tri = Tensor::arange(0, static_cast<double>(r), 1, o).unsqueeze(1).expand({r, c})
                    .le(Tensor::arange(static_cast<double>(-(k + 1)), static_cast<double>(c - (k + 1)), 1, o)
                            .unsqueeze(0)
@@ -664,7 +664,7 @@ Tensor Tensor::sparseCategoricalCrossentropy(Tensor yIn, int64_t ignoreIndex) co
   Tensor Y = std::move(yIn);
   Tensor lossMask = Y.ne(static_cast<double>(ignoreIndex));
   int64_t classes = shape().back().asInt();
-  Tensor yCounter = Tensor::arange(0, static_cast<double>(classes), 1, {dtypes::int32, device()})
+  Tensor yCounter = Tensor::arange(0, static_cast<double>(classes), 1, {dtypes::int32, device(), false})
                         .unsqueeze(0)
                         .expand({Y.numel(), classes});
   Shape ys = Y.shape();

@@ -5,7 +5,7 @@
 // into the call that consumes it, so temporaries die when Python would drop them.
 #pragma once
 
-#include "lazyjit/Tensor/NN.h"
+#include "lazyjit/NN/Layers.h"
 #include "lazyjit/Tensor/Tensor.h"
 
 #include <memory>

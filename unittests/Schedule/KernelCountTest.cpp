@@ -4,7 +4,7 @@
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Schedule/Schedule.h"
-#include "lazyjit/Tensor/NN.h"
+#include "lazyjit/NN/Layers.h"
 #include "lazyjit/Tensor/Tensor.h"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // Bad arguments: every op throws the right lazyjit::Error subclass at the call, with a message that
 // names the op, the operands' dtypes and shapes, and the rule broken.
 #include "TensorTestUtil.h"
-#include "lazyjit/Tensor/NN.h"
+#include "lazyjit/NN/Layers.h"
 
 using namespace lazyjit;
 using namespace lazyjit::testing;
@@ -370,7 +370,7 @@ TEST_CASE("Tensor errors: matmul, conv, pools and the nn ops") {
         Contains("matmul: float32[2, 4] and float32[5, 3] cannot be multiplied (4 != 5)"),
         ShapeError);
     CHECK_THROWS_WITH_AS(nn::Conv2d(3, 4, {3}, {1}, {0}, {1}, 2),
-                         Contains("Conv2d: 3 input channels are not divisible by groups=2"),
+                         Contains("Conv2d: 3 input and 4 output channels are not divisible by groups=2"),
                          ShapeError);
     CHECK_THROWS_WITH_AS(nn::LayerNorm({4})(zeros({2, 3}, dev)),
                          Contains("LayerNorm: last dimensions of float32[2, 3] must match [4]"),

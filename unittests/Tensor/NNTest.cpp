@@ -1,7 +1,7 @@
 // Functional nn ops and layers: layernorm, batchnorm, scaled dot-product attention (masks, causal),
 // triu/tril, einsum (numpy golden), the cross-entropy losses, dropout, and nn::Linear, Conv2d,
 // BatchNorm2d (eval and training) and LayerNorm forward passes.
-#include "lazyjit/Tensor/NN.h"
+#include "lazyjit/NN/Layers.h"
 #include "TensorTestUtil.h"
 #include "golden/TensorGolden.h"
 

@@ -17,33 +17,60 @@
 namespace lazyjit {
 
 class Tensor;
+class Function;
+
+/// The state a Tensor handle shares (a Python Tensor object): copies of a Tensor alias it, so an
+/// assign, a gradient or requires_grad set through one copy is seen through every other, exactly
+/// as through two Python names bound to one object.
+struct TensorImpl {
+  LazyBufferRef lazydata;
+  /// The reference's three states: unset (nullopt; becomes true when put in an optimizer), true
+  /// (gets a gradient) and false (never does).
+  std::optional<bool> requiresGrad;
+  std::shared_ptr<TensorImpl> grad;
+  /// The Function that computed this tensor, kept only while a gradient may flow through it
+  /// (the reference's `_ctx`); backward() drops it once it has been used.
+  std::shared_ptr<Function> ctx;
+};
 
 /// A Python-style slice or index for Tensor::slice / getitem.
 struct Index {
-  enum class Kind { Int, Slice, NewAxis, Ellipsis };
+  enum class Kind { Int, Slice, NewAxis, Ellipsis, Tensor };
   Kind kind = Kind::Slice;
   int64_t i = 0;
   std::optional<int64_t> start, stop;
   int64_t step = 1;
+  /// For Kind::Tensor: the integer index tensor (negative values count from the end).
+  std::shared_ptr<TensorImpl> tensor;
 
-  static Index at(int64_t i) { return {Kind::Int, i, {}, {}, 1}; }
+  static Index at(int64_t i) { return {Kind::Int, i, {}, {}, 1, nullptr}; }
   static Index range(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step = 1) {
-    return {Kind::Slice, 0, start, stop, step};
+    return {Kind::Slice, 0, start, stop, step, nullptr};
   }
   static Index all() { return {}; }
-  static Index newAxis() { return {Kind::NewAxis, 0, {}, {}, 1}; }
-  static Index ellipsis() { return {Kind::Ellipsis, 0, {}, {}, 1}; }
+  static Index newAxis() { return {Kind::NewAxis, 0, {}, {}, 1, nullptr}; }
+  static Index ellipsis() { return {Kind::Ellipsis, 0, {}, {}, 1, nullptr}; }
+  /// An integer tensor index (advanced indexing, the reference's fancy index).
+  static Index of(const Tensor &t);
+  /// A list of ints, as Python's `x[[1, 2]]`: an int32 tensor index.
+  static Index of(const std::vector<int64_t> &values);
 };
 
 /// Options shared by the creation functions.
 struct TensorOptions {
+  TensorOptions(std::optional<DType> dtype = std::nullopt,
+                std::optional<std::string> device = std::nullopt,
+                std::optional<bool> requiresGrad = std::nullopt)
+      : dtype(dtype), device(std::move(device)), requiresGrad(requiresGrad) {}
   std::optional<DType> dtype;
   std::optional<std::string> device;
+  /// The reference's requires_grad= keyword (unset by default).
+  std::optional<bool> requiresGrad;
 };
 
 /// A Tensor or a Python-style scalar operand (takes the tensor's dtype, as in the reference).
-/// It holds a Tensor's graph node by reference count, so a temporary operand is released as soon
-/// as the op that consumes it returns.
+/// It holds the Tensor by reference count, so a temporary operand is released as soon as the op
+/// that consumes it returns.
 class Operand {
 public:
   Operand(const Tensor &t);
@@ -52,9 +79,9 @@ public:
   Operand(float v) : value(v) {}
   Operand(int v) : value(v) {}
   Operand(int64_t v) : value(static_cast<double>(v)) {}
-  bool isTensor() const { return static_cast<bool>(lb); }
+  bool isTensor() const { return static_cast<bool>(impl); }
   Tensor tensor() const;
-  LazyBufferRef lb;
+  std::shared_ptr<TensorImpl> impl;
   double value = 0;
 };
 
@@ -68,15 +95,23 @@ public:
     return self.name args;                                                                         \
   }
 
+/// A handle to a tensor: copies share one TensorImpl, as Python names share one Tensor object.
+/// A default-constructed Tensor is undefined; using it is an error.
 class Tensor {
 public:
   Tensor() = default;
-  explicit Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device = std::nullopt);
+  /// The reference's Tensor(lazybuffer, device, requires_grad).
+  explicit Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device = std::nullopt,
+                  std::optional<bool> requiresGrad = std::nullopt);
   /// A 0-d constant (the reference's Tensor(3.0)): float32 unless a dtype is given.
   static Tensor scalar(double value, const TensorOptions &opts = {});
 
-  const LazyBufferRef &lazydata() const { return lb; }
-  bool defined() const { return static_cast<bool>(lb); }
+  const LazyBufferRef &lazydata() const;
+  bool defined() const { return static_cast<bool>(impl); }
+  /// Whether both handles name the same tensor (Python's `is`).
+  bool sameAs(const Tensor &o) const { return impl == o.impl; }
+  /// The identity of the tensor (for sets and maps keyed by tensor, as Python's id()).
+  const TensorImpl *id() const { return impl.get(); }
   const Shape &shape() const;
   DType dtype() const;
   const std::string &device() const;
@@ -96,9 +131,33 @@ public:
   /// The raw bytes of a contiguous copy in this tensor's dtype.
   std::vector<uint8_t> toBytes() const;
   LAZYJIT_TENSOR_OP(to, (const std::string &device), (device))
+  /// The same data with no gradient (requires_grad false).
   LAZYJIT_TENSOR_OP(detach, (), ())
-  /// Makes this tensor compute `x` (reusing this tensor's buffer when possible).
+  /// Makes this tensor compute `x` (reusing this tensor's buffer when possible). Every handle of
+  /// this tensor sees the new value; `x` must not require a gradient.
   Tensor &assign(const Tensor &x);
+
+  // ---- autograd (the reference's tensor.py) ---------------------------------------------------
+  std::optional<bool> requiresGrad() const;
+  Tensor &setRequiresGrad(std::optional<bool> value = true);
+  /// The accumulated gradient, if backward() has produced one.
+  std::optional<Tensor> grad() const;
+  void setGrad(const std::optional<Tensor> &g);
+  /// The Function that computed this tensor while a gradient can flow through it, else null.
+  const std::shared_ptr<Function> &gradFn() const;
+  /// Backpropagates from this scalar: every tensor it depends on that requires a gradient gets
+  /// (or accumulates into) its grad(). The graph behind it is released as it is walked.
+  Tensor &backward();
+  /// While set, ops record no autograd graph (their results still report requires_grad). Use
+  /// NoGradGuard to set it in a scope.
+  static bool noGrad;
+  struct NoGradGuard {
+    explicit NoGradGuard(bool on = true) : prev(noGrad) { noGrad = on; }
+    ~NoGradGuard() { noGrad = prev; }
+    NoGradGuard(const NoGradGuard &) = delete;
+    NoGradGuard &operator=(const NoGradGuard &) = delete;
+    bool prev;
+  };
 
   // ---- creation -------------------------------------------------------------------------------
   /// Host data (size must equal the product of the shape), copied to the device.
@@ -146,9 +205,10 @@ public:
   LAZYJIT_TENSOR_OP(shrink, (const std::vector<std::optional<SIntPair>> &arg), (arg))
   LAZYJIT_TENSOR_OP(pad, (const std::vector<std::optional<SIntPair>> &arg, double value = 0),
                     (arg, value))
-  /// Python indexing: ints, slices with steps (negative too), newAxis, ellipsis.
+  /// Python indexing: ints, slices with steps (negative too), newAxis, ellipsis and integer tensors
+  /// on any dims (advanced indexing, as the reference's __getitem__).
   LAZYJIT_TENSOR_OP(getitem, (const std::vector<Index> &indices), (indices))
-  /// Indexing with a tensor of int indices along the first dim (the reference's fancy index).
+  /// Indexing with one tensor of int indices (the reference's fancy index, x[idx]).
   LAZYJIT_TENSOR_OP(getitem, (Tensor indices), (std::move(indices)))
   LAZYJIT_TENSOR_OP(slice, (const std::vector<std::optional<SIntPair>> &arg, double value = 0),
                     (arg, value))
@@ -307,15 +367,20 @@ public:
   struct TrainingGuard {
     explicit TrainingGuard(bool on = true) : prev(training) { training = on; }
     ~TrainingGuard() { training = prev; }
+    TrainingGuard(const TrainingGuard &) = delete;
+    TrainingGuard &operator=(const TrainingGuard &) = delete;
     bool prev;
   };
 
   std::string repr() const;
 
 private:
-  LazyBufferRef lb;
+  std::shared_ptr<TensorImpl> impl;
 
   friend class TensorInternals;
+  friend class Operand;
+  friend struct Index;
+  friend class Function;
 };
 
 // Operators take their operands by value and release them when they return (like the methods).

@@ -1,0 +1,424 @@
+// The reference's mlops: every differentiable primitive with its forward over LazyBuffers and its
+// backward formula, each written in the reference's evaluation order.
+//
+// The order matters: whether an elementwise source is merged into its consumer depends on which
+// LazyBuffers are alive when the consumer is built. A Python temporary dies when the call that
+// consumes it returns, a C++ temporary at the end of the full expression, so each formula is a
+// sequence of statements whose locals are reassigned or reset exactly where Python drops them.
+#include "TensorInternals.h"
+#include "lazyjit/Tensor/Function.h"
+
+#include <cmath>
+#include <numeric>
+
+namespace lazyjit {
+
+namespace {
+
+using Bufs = std::vector<LazyBufferRef>;
+
+// ---- unary / movement-free ----------------------------------------------------------------------
+
+struct ContiguousFn : Function {
+  std::string_view name() const override { return "Contiguous"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->contiguous(); }
+  Bufs backward(const LazyBufferRef &g) override { return {g}; }
+};
+
+struct ContiguousBackwardFn : Function {
+  std::string_view name() const override { return "ContiguousBackward"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->contiguous()}; }
+};
+
+struct CastFn : Function {
+  DType dtype, inputDType;
+  bool bitcast;
+  CastFn(DType dt, bool bc) : dtype(dt), inputDType(dt), bitcast(bc) {}
+  std::string_view name() const override { return "Cast"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    inputDType = in[0]->dtype();
+    return in[0]->cast(dtype, bitcast);
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {g->cast(inputDType, bitcast)}; }
+};
+
+struct ZeroFn : Function {
+  std::string_view name() const override { return "Zero"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->constLike(0); }
+  Bufs backward(const LazyBufferRef &g) override { return {g->constLike(0)}; }
+};
+
+struct NegFn : Function {
+  std::string_view name() const override { return "Neg"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(Op::Neg); }
+  Bufs backward(const LazyBufferRef &g) override { return {g->e(Op::Neg)}; }
+};
+
+struct SinFn : Function {
+  LazyBufferRef x;
+  std::string_view name() const override { return "Sin"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    x = in[0];
+    return x->e(Op::Sin);
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    // x.const(pi/2).e(SUB, x).e(SIN).e(MUL, grad)
+    LazyBufferRef t = x->constLike(M_PI / 2);
+    t = t->e(Op::Sub, {x});
+    t = t->e(Op::Sin);
+    t = t->e(Op::Mul, {g});
+    return {t};
+  }
+};
+
+// NOTE (reference): maximum(x, 0) behaves differently where x=0
+struct ReluFn : Function {
+  LazyBufferRef ret;
+  std::string_view name() const override { return "Relu"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    LazyBufferRef zero = in[0]->constLike(0);
+    ret = in[0]->e(Op::Max, {zero});
+    return ret;
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    // ret.const(0).e(CMPLT, ret).e(MUL, grad)
+    LazyBufferRef t = ret->constLike(0);
+    t = t->e(Op::CmpLt, {ret});
+    t = t->e(Op::Mul, {g});
+    return {t};
+  }
+};
+
+struct LogFn : Function {
+  LazyBufferRef x;
+  std::string_view name() const override { return "Log"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    x = in[0];
+    // x.e(LOG2).e(MUL, x.const(log(2)))
+    LazyBufferRef t = x->e(Op::Log2);
+    LazyBufferRef c = x->constLike(std::log(2.0));
+    return t->e(Op::Mul, {c});
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {g->e(Op::Div, {x})}; }
+};
+
+struct ExpFn : Function {
+  LazyBufferRef ret;
+  std::string_view name() const override { return "Exp"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    // x.e(MUL, x.const(1/log(2))).e(EXP2)
+    LazyBufferRef c = in[0]->constLike(1 / std::log(2.0));
+    LazyBufferRef t = in[0]->e(Op::Mul, {c});
+    c.reset();
+    ret = t->e(Op::Exp2);
+    return ret;
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {ret->e(Op::Mul, {g})}; }
+};
+
+struct SqrtFn : Function {
+  LazyBufferRef ret;
+  std::string_view name() const override { return "Sqrt"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    ret = in[0]->e(Op::Sqrt);
+    return ret;
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    // grad.e(DIV, ret.e(MUL, ret.const(2)))
+    LazyBufferRef two = ret->constLike(2);
+    LazyBufferRef d = ret->e(Op::Mul, {two});
+    two.reset();
+    return {g->e(Op::Div, {d})};
+  }
+};
+
+// NOTE (reference): the implicit derivative of sigmoid is not stable
+struct SigmoidFn : Function {
+  LazyBufferRef ret;
+  std::string_view name() const override { return "Sigmoid"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    const LazyBufferRef &l = in[0];
+    // x.const(1).e(DIV, x.const(1).e(ADD, x.e(MUL, x.const(-1/log(2))).e(EXP2))), in that order
+    LazyBufferRef one = l->constLike(1);
+    LazyBufferRef one2 = l->constLike(1);
+    LazyBufferRef c = l->constLike(-1 / std::log(2.0));
+    LazyBufferRef ex = l->e(Op::Mul, {c});
+    c.reset();
+    ex = ex->e(Op::Exp2);
+    LazyBufferRef den = one2->e(Op::Add, {ex});
+    ex.reset();
+    one2.reset();
+    ret = one->e(Op::Div, {den});
+    return ret;
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    // ret.e(MUL, ret.const(1).e(SUB, ret)).e(MUL, grad)
+    LazyBufferRef one = ret->constLike(1);
+    LazyBufferRef s = one->e(Op::Sub, {ret});
+    one.reset();
+    LazyBufferRef t = ret->e(Op::Mul, {s});
+    s.reset();
+    t = t->e(Op::Mul, {g});
+    return {t};
+  }
+};
+
+// ---- binary -----------------------------------------------------------------------------------------
+
+/// Less and Xor: forward only (the reference has no backward for them).
+struct NoGradBinaryFn : Function {
+  Op op;
+  explicit NoGradBinaryFn(Op o) : op(o) {}
+  std::string_view name() const override { return op == Op::CmpLt ? "Less" : "Xor"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(op, {in[1]}); }
+};
+
+struct AddFn : Function {
+  std::string_view name() const override { return "Add"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(Op::Add, {in[1]}); }
+  Bufs backward(const LazyBufferRef &g) override {
+    return {needsInputGrad(0) ? g : nullptr, needsInputGrad(1) ? g : nullptr};
+  }
+};
+
+struct SubFn : Function {
+  std::string_view name() const override { return "Sub"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(Op::Sub, {in[1]}); }
+  Bufs backward(const LazyBufferRef &g) override {
+    LazyBufferRef a = needsInputGrad(0) ? g : nullptr;
+    LazyBufferRef b = needsInputGrad(1) ? g->e(Op::Neg) : nullptr;
+    return {a, b};
+  }
+};
+
+struct MulFn : Function {
+  LazyBufferRef x, y;
+  std::string_view name() const override { return "Mul"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    x = in[0];
+    y = in[1];
+    return x->e(Op::Mul, {y});
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    LazyBufferRef a = needsInputGrad(0) ? y->e(Op::Mul, {g}) : nullptr;
+    LazyBufferRef b = needsInputGrad(1) ? x->e(Op::Mul, {g}) : nullptr;
+    return {a, b};
+  }
+};
+
+struct DivFn : Function {
+  LazyBufferRef x, y;
+  std::string_view name() const override { return "Div"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    x = in[0];
+    y = in[1];
+    return x->e(Op::Div, {y});
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    LazyBufferRef a = needsInputGrad(0) ? g->e(Op::Div, {y}) : nullptr;
+    LazyBufferRef b;
+    if (needsInputGrad(1)) {
+      // grad.e(NEG).e(MUL, x).e(DIV, y.e(MUL, y))
+      b = g->e(Op::Neg);
+      b = b->e(Op::Mul, {x});
+      LazyBufferRef yy = y->e(Op::Mul, {y});
+      b = b->e(Op::Div, {yy});
+    }
+    return {a, b};
+  }
+};
+
+// ---- ternary ----------------------------------------------------------------------------------------
+
+struct WhereFn : Function {
+  LazyBufferRef x;
+  std::string_view name() const override { return "Where"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    x = in[0];
+    return x->e(Op::Where, {in[1], in[2]});
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    LazyBufferRef b, c;
+    if (needsInputGrad(1)) {
+      LazyBufferRef zero = g->constLike(0);
+      b = x->e(Op::Where, {g, zero});
+    }
+    if (needsInputGrad(2)) {
+      LazyBufferRef zero = g->constLike(0);
+      c = x->e(Op::Where, {zero, g});
+    }
+    return {nullptr, b, c};
+  }
+};
+
+// ---- reduce -----------------------------------------------------------------------------------------
+
+struct SumFn : Function {
+  Shape newShape, inputShape;
+  explicit SumFn(Shape s) : newShape(std::move(s)) {}
+  std::string_view name() const override { return "Sum"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    inputShape = in[0]->shape;
+    return in[0]->r(Op::Sum, newShape);
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {g->expand(inputShape)}; }
+};
+
+struct MaxFn : Function {
+  Shape newShape;
+  LazyBufferRef x, ret;
+  explicit MaxFn(Shape s) : newShape(std::move(s)) {}
+  std::string_view name() const override { return "Max"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    x = in[0];
+    ret = x->r(Op::ReduceMax, newShape);
+    return ret;
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    // 1s in locations where the max was chosen (can be two locations):
+    // max_is_1s = x.const(1.0).e(SUB, x.e(CMPLT, ret.expand(x.shape)))
+    LazyBufferRef one = x->constLike(1.0);
+    LazyBufferRef ex = ret->expand(x->shape);
+    LazyBufferRef lt = x->e(Op::CmpLt, {ex});
+    ex.reset();
+    LazyBufferRef maxIs1s = one->e(Op::Sub, {lt});
+    one.reset();
+    lt.reset();
+    // div = max_is_1s.r(SUM, grad.shape).expand(x.shape)
+    LazyBufferRef div = maxIs1s->r(Op::Sum, g->shape);
+    div = div->expand(x->shape);
+    // max_is_1s.e(DIV, div).e(MUL, grad.expand(x.shape))
+    LazyBufferRef out = maxIs1s->e(Op::Div, {div});
+    LazyBufferRef ge = g->expand(x->shape);
+    out = out->e(Op::Mul, {ge});
+    return {out};
+  }
+};
+
+// ---- movement ---------------------------------------------------------------------------------------
+
+// NOTE (reference): this is sum in reverse
+struct ExpandFn : Function {
+  Shape shape, inputShape;
+  explicit ExpandFn(Shape s) : shape(std::move(s)) {}
+  std::string_view name() const override { return "Expand"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    inputShape = in[0]->shape;
+    return in[0]->expand(shape);
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {g->r(Op::Sum, inputShape)}; }
+};
+
+struct ReshapeFn : Function {
+  Shape shape, inputShape;
+  explicit ReshapeFn(Shape s) : shape(std::move(s)) {}
+  std::string_view name() const override { return "Reshape"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    inputShape = in[0]->shape;
+    return in[0]->reshape(shape);
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {g->reshape(inputShape)}; }
+};
+
+struct PermuteFn : Function {
+  std::vector<int64_t> order;
+  explicit PermuteFn(std::vector<int64_t> o) : order(std::move(o)) {}
+  std::string_view name() const override { return "Permute"; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->permute(order); }
+  Bufs backward(const LazyBufferRef &g) override {
+    // argsort(order)
+    std::vector<int64_t> inv(order.size());
+    for (size_t i = 0; i < order.size(); ++i) inv[order[i]] = static_cast<int64_t>(i);
+    return {g->permute(inv)};
+  }
+};
+
+struct PadFn : Function {
+  PadArg arg, narg;
+  explicit PadFn(PadArg a) : arg(std::move(a)) {}
+  std::string_view name() const override { return "Pad"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    for (size_t i = 0; i < arg.size(); ++i) narg.emplace_back(arg[i].first, in[0]->shape[i] + arg[i].first);
+    return in[0]->pad(arg);
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {g->shrink(narg)}; }
+};
+
+struct ShrinkFn : Function {
+  PadArg arg, narg;
+  explicit ShrinkFn(PadArg a) : arg(std::move(a)) {}
+  std::string_view name() const override { return "Shrink"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    for (size_t i = 0; i < arg.size(); ++i) narg.emplace_back(arg[i].first, in[0]->shape[i] - arg[i].second);
+    return in[0]->shrink(arg);
+  }
+  Bufs backward(const LazyBufferRef &g) override {
+    for (const auto &[a, b] : narg)
+      LAZYJIT_USER_CHECK(a.isInt() && b.isInt(), UnsupportedError,
+                         "backward: Shrink: a symbolic shrink has no backward (the pad back to the "
+                         "input would be symbolic); detach() the shrunk tensor");
+    return {g->pad(narg)};
+  }
+};
+
+struct FlipFn : Function {
+  std::vector<int64_t> axis, arg;
+  explicit FlipFn(std::vector<int64_t> a) : axis(std::move(a)) {}
+  std::string_view name() const override { return "Flip"; }
+  LazyBufferRef forward(const Bufs &in) override {
+    arg.assign(in[0]->shape.size(), 1);
+    for (int64_t a : axis) arg[a] = -1;
+    return in[0]->stride(arg);
+  }
+  Bufs backward(const LazyBufferRef &g) override { return {g->stride(arg)}; }
+};
+
+template <typename F, typename... A> Tensor applyFn(std::vector<Tensor> in, A &&...args) {
+  return Function::apply(std::make_shared<F>(std::forward<A>(args)...), std::move(in));
+}
+
+} // namespace
+
+Tensor mlContiguous(const Tensor &x) { return applyFn<ContiguousFn>({x}); }
+Tensor mlContiguousBackward(const Tensor &x) { return applyFn<ContiguousBackwardFn>({x}); }
+Tensor mlCast(const Tensor &x, DType dtype, bool bitcast) { return applyFn<CastFn>({x}, dtype, bitcast); }
+Tensor mlZero(const Tensor &x) { return applyFn<ZeroFn>({x}); }
+Tensor mlNeg(const Tensor &x) { return applyFn<NegFn>({x}); }
+Tensor mlSin(const Tensor &x) { return applyFn<SinFn>({x}); }
+Tensor mlRelu(const Tensor &x) { return applyFn<ReluFn>({x}); }
+Tensor mlLog(const Tensor &x) { return applyFn<LogFn>({x}); }
+Tensor mlExp(const Tensor &x) { return applyFn<ExpFn>({x}); }
+Tensor mlSqrt(const Tensor &x) { return applyFn<SqrtFn>({x}); }
+Tensor mlSigmoid(const Tensor &x) { return applyFn<SigmoidFn>({x}); }
+
+Tensor mlBinary(Op op, const Tensor &x, const Tensor &y) {
+  switch (op) {
+  case Op::Add: return applyFn<AddFn>({x, y});
+  case Op::Sub: return applyFn<SubFn>({x, y});
+  case Op::Mul: return applyFn<MulFn>({x, y});
+  case Op::Div: return applyFn<DivFn>({x, y});
+  case Op::CmpLt:
+  case Op::Xor: return applyFn<NoGradBinaryFn>({x, y}, op);
+  default: break;
+  }
+  LAZYJIT_INTERNAL_CHECK(false, "mlBinary: {} is not a binary mlop", opName(op));
+  return Tensor();
+}
+
+Tensor mlWhere(const Tensor &x, const Tensor &y, const Tensor &z) { return applyFn<WhereFn>({x, y, z}); }
+
+Tensor mlReduce(Op op, const Tensor &x, const Shape &newShape) {
+  if (op == Op::Sum) return applyFn<SumFn>({x}, newShape);
+  LAZYJIT_INTERNAL_CHECK(op == Op::ReduceMax, "mlReduce: {} is not a reduce mlop", opName(op));
+  return applyFn<MaxFn>({x}, newShape);
+}
+
+Tensor mlExpand(const Tensor &x, const Shape &shape) { return applyFn<ExpandFn>({x}, shape); }
+Tensor mlReshape(const Tensor &x, const Shape &shape) { return applyFn<ReshapeFn>({x}, shape); }
+Tensor mlPermute(const Tensor &x, const std::vector<int64_t> &order) { return applyFn<PermuteFn>({x}, order); }
+Tensor mlPad(const Tensor &x, const PadArg &arg) { return applyFn<PadFn>({x}, arg); }
+Tensor mlShrink(const Tensor &x, const PadArg &arg) { return applyFn<ShrinkFn>({x}, arg); }
+Tensor mlFlip(const Tensor &x, const std::vector<int64_t> &axis) { return applyFn<FlipFn>({x}, axis); }
+
+} // namespace lazyjit
