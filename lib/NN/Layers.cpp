@@ -27,7 +27,10 @@ Linear::Linear(int64_t inFeatures, int64_t outFeatures, bool hasBias)
   if (hasBias) bias = Tensor::uniform({outFeatures}, -bound, bound);
 }
 
-Tensor Linear::operator()(const Tensor &x) const { return x.linear(weight.transpose(), bias); }
+Tensor Linear::operator()(Tensor xIn) const {
+  Tensor x = std::move(xIn);
+  return x.linear(weight.transpose(), bias);
+}
 
 Conv2d::Conv2d(int64_t inChannels, int64_t outChannels, std::vector<int64_t> ks,
                std::vector<int64_t> stride_, std::vector<int64_t> padding_,
@@ -52,7 +55,8 @@ Conv2d::Conv2d(int64_t inChannels, int64_t outChannels, std::vector<int64_t> ks,
   if (hasBias) bias = Tensor::uniform({outChannels}, -bound, bound);
 }
 
-Tensor Conv2d::operator()(const Tensor &x) const {
+Tensor Conv2d::operator()(Tensor xIn) const {
+  Tensor x = std::move(xIn);
   return x.conv2d(weight, bias, groups, stride, dilation, padding);
 }
 
@@ -77,7 +81,8 @@ ConvTranspose2d::ConvTranspose2d(int64_t inChannels, int64_t outChannels, std::v
              std::move(padding_), std::move(dilation_), groups_, hasBias, true),
       outputPadding(std::move(outputPadding_)) {}
 
-Tensor ConvTranspose2d::operator()(const Tensor &x) const {
+Tensor ConvTranspose2d::operator()(Tensor xIn) const {
+  Tensor x = std::move(xIn);
   return x.convTranspose2d(weight, bias, groups, stride, dilation, padding, outputPadding);
 }
 
@@ -104,7 +109,8 @@ void BatchNorm2d::members(Members &m) {
       "num_batches_tracked", numBatchesTracked);
 }
 
-Tensor BatchNorm2d::operator()(const Tensor &x) {
+Tensor BatchNorm2d::operator()(Tensor xIn) {
+  Tensor x = std::move(xIn);
   LAZYJIT_USER_CHECK(x.ndim() == 4 && pyEq(x.shape()[1], runningMean.shape()[0]), ShapeError,
                      "BatchNorm2d: expected an input of shape [N, {}, H, W], got {}",
                      runningMean.shape()[0].render(), describeT(x));
@@ -139,7 +145,8 @@ LayerNorm::LayerNorm(Shape shape, double eps_, bool affine) : normalizedShape(st
   }
 }
 
-Tensor LayerNorm::operator()(const Tensor &x) const {
+Tensor LayerNorm::operator()(Tensor xIn) const {
+  Tensor x = std::move(xIn);
   LAZYJIT_USER_CHECK(x.ndim() >= static_cast<int64_t>(normalizedShape.size()) &&
                          Shape(x.shape().end() - normalizedShape.size(), x.shape().end()) == normalizedShape,
                      ShapeError, "LayerNorm: last dimensions of {} must match {}", describeT(x),
@@ -151,7 +158,8 @@ Tensor LayerNorm::operator()(const Tensor &x) const {
 
 LayerNorm2d::LayerNorm2d(int64_t channels, double eps_, bool affine) : LayerNorm({channels}, eps_, affine) {}
 
-Tensor LayerNorm2d::operator()(const Tensor &x) const {
+Tensor LayerNorm2d::operator()(Tensor xIn) const {
+  Tensor x = std::move(xIn);
   LAZYJIT_USER_CHECK(x.ndim() == 4, ShapeError, "LayerNorm2d: expected an NCHW input, got {}", describeT(x));
   return LayerNorm::operator()(x.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
 }
@@ -176,7 +184,8 @@ GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine)
   }
 }
 
-Tensor GroupNorm::operator()(const Tensor &x) const {
+Tensor GroupNorm::operator()(Tensor xIn) const {
+  Tensor x = std::move(xIn);
   LAZYJIT_USER_CHECK(x.ndim() >= 2 && pyEq(x.shape()[1], numChannels), ShapeError,
                      "GroupNorm: expected {} channels in dim 1, got {}", numChannels, describeT(x));
   // reshape for layernorm to work as group norm: subtract mean and divide stddev
@@ -191,7 +200,8 @@ InstanceNorm::InstanceNorm(int64_t features, double eps_, bool affine) : numFeat
   }
 }
 
-Tensor InstanceNorm::operator()(const Tensor &x) const {
+Tensor InstanceNorm::operator()(Tensor xIn) const {
+  Tensor x = std::move(xIn);
   LAZYJIT_USER_CHECK(x.ndim() >= 2 && pyEq(x.shape()[1], numFeatures), ShapeError,
                      "InstanceNorm: expected {} features in dim 1, got {}", numFeatures, describeT(x));
   Tensor y = x.reshape({x.shape()[0], numFeatures, -1}).layernorm({-1}, eps).reshape(x.shape());
@@ -201,7 +211,8 @@ Tensor InstanceNorm::operator()(const Tensor &x) const {
 Embedding::Embedding(int64_t vocab, int64_t embed)
     : vocabSize(vocab), embedSize(embed), weight(Tensor::glorotUniform({vocab, embed})) {}
 
-Tensor Embedding::operator()(const Tensor &idx) const {
+Tensor Embedding::operator()(Tensor idxIn) const {
+  Tensor idx = std::move(idxIn);
   LAZYJIT_USER_CHECK(idx.dtype().isInt(), DTypeError, "Embedding: indices must be integers, got {}",
                      describeT(idx));
   // The reference adds vocab_counter to the layer's __dict__ on the first call (so it shows up in

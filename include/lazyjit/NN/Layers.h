@@ -1,6 +1,11 @@
 // The reference's nn layers (tinygrad/nn/__init__.py at 6d6eb930), with its initializations and
 // its state-dict names. Every layer is a Module; weights are lazy Tensors whose requires_grad is
 // unset (an optimizer sets it), running statistics have requires_grad false.
+//
+// Layers take their input by value and release it before they return, as a Python call drops
+// its argument: a C++ temporary passed by reference would live to the end of the caller's full
+// expression, stay a child of its sources and stop the scheduler from fusing across the layer
+// (bn(conv(x)) would take two kernels instead of one). User modules should do the same.
 #pragma once
 
 #include "lazyjit/NN/Module.h"
@@ -14,7 +19,7 @@ struct Linear : Module {
   Tensor weight;
   std::optional<Tensor> bias;
   Linear(int64_t inFeatures, int64_t outFeatures, bool bias = true);
-  Tensor operator()(const Tensor &x) const;
+  Tensor operator()(Tensor x) const;
   LAZYJIT_MODULE(weight, bias)
 };
 
@@ -27,7 +32,7 @@ struct Conv2d : Module {
   Conv2d(int64_t inChannels, int64_t outChannels, std::vector<int64_t> kernelSize,
          std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
          std::vector<int64_t> dilation = {1}, int64_t groups = 1, bool bias = true);
-  Tensor operator()(const Tensor &x) const;
+  Tensor operator()(Tensor x) const;
   LAZYJIT_MODULE(weight, bias)
 
 protected:
@@ -49,7 +54,7 @@ struct ConvTranspose2d : Conv2d {
                   std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
                   std::vector<int64_t> outputPadding = {0}, std::vector<int64_t> dilation = {1},
                   int64_t groups = 1, bool bias = true);
-  Tensor operator()(const Tensor &x) const;
+  Tensor operator()(Tensor x) const;
 
 private:
   friend ConvTranspose2d ConvTranspose1d(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -74,7 +79,7 @@ struct BatchNorm2d : Module {
   Tensor runningMean, runningVar, numBatchesTracked;
   explicit BatchNorm2d(int64_t size, double eps = 1e-5, bool affine = true,
                        bool trackRunningStats = true, double momentum = 0.1);
-  Tensor operator()(const Tensor &x);
+  Tensor operator()(Tensor x);
   void members(Members &m) override;
 };
 
@@ -84,14 +89,14 @@ struct LayerNorm : Module {
   double eps;
   std::optional<Tensor> weight, bias;
   explicit LayerNorm(Shape normalizedShape, double eps = 1e-5, bool elementwiseAffine = true);
-  Tensor operator()(const Tensor &x) const;
+  Tensor operator()(Tensor x) const;
   LAZYJIT_MODULE(weight, bias)
 };
 
 /// LayerNorm over the channel dim of an NCHW tensor.
 struct LayerNorm2d : LayerNorm {
   explicit LayerNorm2d(int64_t channels, double eps = 1e-5, bool elementwiseAffine = true);
-  Tensor operator()(const Tensor &x) const;
+  Tensor operator()(Tensor x) const;
 };
 
 struct GroupNorm : Module {
@@ -99,7 +104,7 @@ struct GroupNorm : Module {
   double eps;
   std::optional<Tensor> weight, bias;
   GroupNorm(int64_t numGroups, int64_t numChannels, double eps = 1e-5, bool affine = true);
-  Tensor operator()(const Tensor &x) const;
+  Tensor operator()(Tensor x) const;
   LAZYJIT_MODULE(weight, bias)
 };
 
@@ -108,7 +113,7 @@ struct InstanceNorm : Module {
   double eps;
   std::optional<Tensor> weight, bias;
   explicit InstanceNorm(int64_t numFeatures, double eps = 1e-5, bool affine = true);
-  Tensor operator()(const Tensor &x) const;
+  Tensor operator()(Tensor x) const;
   LAZYJIT_MODULE(weight, bias)
 };
 
@@ -118,7 +123,7 @@ struct Embedding : Module {
   int64_t vocabSize, embedSize;
   Tensor weight;
   Embedding(int64_t vocabSize, int64_t embedSize);
-  Tensor operator()(const Tensor &idx) const;
+  Tensor operator()(Tensor idx) const;
   LAZYJIT_MODULE(weight)
 
 private:
