@@ -63,6 +63,16 @@ FusionFlags FusionFlags::current() {
 
 // ---- construction -------------------------------------------------------------------------------
 
+namespace {
+// The graph is built from one thread at a time (see LazyBuffer.h), so a plain counter suffices.
+size_t &liveCounter() {
+  static size_t n = 0;
+  return n;
+}
+} // namespace
+
+size_t liveLazyBufferCount() { return liveCounter(); }
+
 LazyBuffer::LazyBuffer(std::string device_, ShapeTracker st_, OpType optype_, LazyOpRef op_,
                        DType dtype, std::shared_ptr<Buffer> realized, LazyBufferRef base)
     : device(std::move(device_)), st(std::move(st_)), shape(st.shape()), optype(optype_), op(std::move(op_)),
@@ -70,9 +80,11 @@ LazyBuffer::LazyBuffer(std::string device_, ShapeTracker st_, OpType optype_, La
   LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base_ && base_->optype != OpType::Movement),
                          "MovementOps must be based");
   LAZYJIT_INTERNAL_CHECK(base_ || st.contiguous(), "unbased LazyBuffers must be contiguous");
+  ++liveCounter();
 }
 
 LazyBuffer::~LazyBuffer() {
+  --liveCounter();
   // leave every set first: nothing may see this buffer as a live child while its members go
   for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
 }

@@ -2,18 +2,32 @@
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Support/Error.h"
 
+#include <atomic>
 #include <vector>
 
 namespace lazyjit {
+
+namespace {
+std::atomic<int64_t> &bytesInUse() {
+  static std::atomic<int64_t> n{0};
+  return n;
+}
+} // namespace
+
+int64_t bufferBytesInUse() { return bytesInUse().load(std::memory_order_relaxed); }
 
 Buffer::Buffer(const std::string &device, int64_t size, DType dtype)
     : device_(device), size_(size), dtype_(dtype) {
   LAZYJIT_USER_CHECK(size >= 0, Error, "buffer: negative size {}", size);
   alloc_ = &getDevice(device).allocator();
   ptr_ = alloc_->alloc(nbytes());
+  bytesInUse().fetch_add(static_cast<int64_t>(nbytes()), std::memory_order_relaxed);
 }
 
-Buffer::~Buffer() { alloc_->free(ptr_, nbytes()); }
+Buffer::~Buffer() {
+  bytesInUse().fetch_sub(static_cast<int64_t>(nbytes()), std::memory_order_relaxed);
+  alloc_->free(ptr_, nbytes());
+}
 
 void Buffer::copyIn(const void *src, size_t bytes) {
   LAZYJIT_USER_CHECK(bytes <= nbytes(), Error, "buffer: copying {} bytes into {} bytes", bytes,

@@ -95,6 +95,10 @@ std::vector<std::shared_ptr<TensorImpl>> deepwalk(const std::shared_ptr<TensorIm
     Frame &f = stack.back();
     const std::shared_ptr<Function> &ctx = f.node->ctx;
     if (!ctx) {
+      LAZYJIT_USER_CHECK(!f.node->graphUsed, Error,
+                         "backward: part of this graph ({}) was already used and freed by an "
+                         "earlier backward(); build the computation again to backpropagate through "
+                         "it again", describe(TensorInternals::fromImpl(f.node)));
       stack.pop_back();
       continue;
     }
@@ -127,6 +131,7 @@ Tensor &Tensor::backward() {
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     TensorImpl &t0 = **it;
     std::shared_ptr<Function> ctx = std::move(t0.ctx); // del t0._ctx (after this iteration)
+    t0.graphUsed = true;
     LAZYJIT_USER_CHECK(t0.grad != nullptr, Error,
                        "backward: no gradient reached the output of {}, which requires one: it "
                        "was only used where gradients do not flow (such as the condition of a "

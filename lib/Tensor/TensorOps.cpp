@@ -127,6 +127,9 @@ Tensor Tensor::div(Operand xIn, bool reverse) const & {
 Tensor Tensor::pow(Operand xIn, bool reverse) const & {
   TI::checkBroadcast("pow", *this, xIn);
   Operand x = TI::toFloat(*this, std::move(xIn));
+  // A reversed tensor operand is the base: x ** self. Python only reverses for a scalar base
+  // (__rpow__), and the reversed formulas below read x as a scalar (a tensor's value is 0 there).
+  if (x.isTensor() && reverse) return x.tensor().pow(*this);
   if (!x.isTensor() && !reverse) {
     // simple pow identities
     if (x.value < 0) return reciprocal().pow(-x.value);
@@ -257,13 +260,15 @@ Tensor Tensor::rsqrt() const & { return div(1, true).sqrt(); }
 Tensor Tensor::cos() const & { return sub(M_PI / 2, true).sin(); }
 Tensor Tensor::tan() const & { return sin().div(cos()); }
 Tensor Tensor::trunc() const & { return cast(dtypes::int32).contiguous().cast(dtype()); }
+// The comparisons are detached (the reference's are not, so a backward through its ceil/floor
+// trips its assertion that every node gets a gradient); they are constant where defined anyway.
 Tensor Tensor::ceil() const & {
   Tensor b = trunc();
-  return gt(b).where(b.add(1), b);
+  return gt(b).detach().where(b.add(1), b);
 }
 Tensor Tensor::floor() const & {
   Tensor b = trunc();
-  return lt(b).where(b.sub(1), b);
+  return lt(b).detach().where(b.sub(1), b);
 }
 Tensor Tensor::square() const & { return mul(*this); }
 Tensor Tensor::clip(double lo, double hi) const & { return maximum(lo).minimum(hi); }

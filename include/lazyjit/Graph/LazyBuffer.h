@@ -179,5 +179,7 @@ struct FusionFlags {
 
 /// The number of live entries in the dedup cache (for tests).
 size_t lazyCacheSize();
+/// The number of LazyBuffers alive (for tests that check a graph is freed).
+size_t liveLazyBufferCount();
 
 } // namespace lazyjit

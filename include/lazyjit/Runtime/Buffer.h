@@ -38,4 +38,7 @@ private:
   void *ptr_;
 };
 
+/// Bytes held by live Buffers on every device (the reference's GlobalCounters.mem_used).
+int64_t bufferBytesInUse();
+
 } // namespace lazyjit

@@ -31,6 +31,8 @@ struct TensorImpl {
   /// The Function that computed this tensor, kept only while a gradient may flow through it
   /// (the reference's `_ctx`); backward() drops it once it has been used.
   std::shared_ptr<Function> ctx;
+  /// Set when backward() has used and dropped `ctx`, so a second backward through it is an error.
+  bool graphUsed = false;
 };
 
 /// A Python-style slice or index for Tensor::slice / getitem.
