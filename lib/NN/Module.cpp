@@ -45,7 +45,11 @@ void Members::visitTensor(std::string_view name, Tensor &t) {
   visit(b == std::string::npos ? std::string() : full.substr(b, e - b + 1), t);
 }
 
-std::string Members::childPrefix(std::string_view name) const { return prefix + std::string(name) + "."; }
+// The root of a walk has the empty name and adds no level (getStateDict(obj, "model.") names
+// obj's weight "model.weight").
+std::string Members::childPrefix(std::string_view name) const {
+  return name.empty() ? prefix : prefix + std::string(name) + ".";
+}
 
 std::vector<std::string_view> Members::splitNames(std::string_view names) {
   std::vector<std::string_view> out;
