@@ -1,9 +1,10 @@
 // The builtin objects of the script language: Tensor (its creators, `Tensor(data)` and unbound
-// methods such as `Tensor.cat(a, b)`), Variable and its bind, the dtypes namespace, and the nn
-// layers (Linear, Conv2d, BatchNorm2d, LayerNorm) with their tensor attributes.
+// methods such as `Tensor.cat(a, b)`), Variable and its bind, the dtypes namespace, and the
+// dispatch of calls and attributes to the nn/optim values of NNBuiltins.cpp.
 #include "Builtins.h"
 #include "Script.h"
 
+#include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Support/Error.h"
 
 #include <map>
@@ -124,9 +125,11 @@ Value makeTensor(CallArgs &a) {
   Value data = a.need(0, "data");
   auto dev = a.take(1, "device");
   auto dt = a.take(2, "dtype");
+  auto rg = a.take(3, "requires_grad");
   a.finish();
   TensorOptions o;
   if (dt && !dt->is<NoneV>()) o.dtype = toDType(*dt, "dtype");
+  if (rg && !rg->is<NoneV>()) o.requiresGrad = toBool(*rg, "requires_grad");
   if (dev && !dev->is<NoneV>()) {
     if (!dev->is<std::string>()) throw Error("Tensor(): device must be a string");
     o.device = dev->as<std::string>();
@@ -154,85 +157,25 @@ Value makeVariable(CallArgs &a) {
   return SInt(Variable(n, lo, hi));
 }
 
-// ---- nn -----------------------------------------------------------------------------------------
-
-const char *const kNNClasses[] = {"Linear", "Conv2d", "BatchNorm2d", "LayerNorm"};
-const char *const kLayerAttrs[] = {"weight", "bias", "running_mean", "running_var",
-                                   "num_batches_tracked"};
-
-Value makeLayer(const std::string &cls, CallArgs &a) {
-  LayerV l;
-  if (cls == "Linear") {
-    int64_t in = toInt(a.need(0, "in_features"), "in_features");
-    int64_t out = toInt(a.need(1, "out_features"), "out_features");
-    auto b = a.take(2, "bias");
-    a.finish();
-    l.linear = std::make_shared<nn::Linear>(in, out, b ? toBool(*b, "bias") : true);
-  } else if (cls == "Conv2d") {
-    int64_t in = toInt(a.need(0, "in_channels"), "in_channels");
-    int64_t out = toInt(a.need(1, "out_channels"), "out_channels");
-    auto k = toInts(a.need(2, "kernel_size"), "kernel_size");
-    auto ints = [&](size_t i, const char *n, int64_t d) {
-      auto v = a.take(i, n);
-      return v ? toInts(*v, n) : std::vector<int64_t>{d};
-    };
-    auto stride = ints(3, "stride", 1), padding = ints(4, "padding", 0);
-    auto dilation = ints(5, "dilation", 1);
-    auto g = a.take(6, "groups");
-    auto b = a.take(7, "bias");
-    a.finish();
-    l.conv =
-        std::make_shared<nn::Conv2d>(in, out, k, stride, padding, dilation,
-                                     g ? toInt(*g, "groups") : 1, b ? toBool(*b, "bias") : true);
-  } else if (cls == "BatchNorm2d") {
-    int64_t sz = toInt(a.need(0, "sz"), "sz");
-    auto eps = a.take(1, "eps");
-    auto affine = a.take(2, "affine");
-    auto track = a.take(3, "track_running_stats");
-    auto mom = a.take(4, "momentum");
-    a.finish();
-    l.batchnorm = std::make_shared<nn::BatchNorm2d>(
-        sz, eps ? toDouble(*eps, "eps") : 1e-5, affine ? toBool(*affine, "affine") : true,
-        track ? toBool(*track, "track_running_stats") : true,
-        mom ? toDouble(*mom, "momentum") : 0.1);
-  } else {
-    Value shape = a.need(0, "normalized_shape");
-    auto eps = a.take(1, "eps");
-    auto affine = a.take(2, "elementwise_affine");
-    a.finish();
-    Shape s;
-    for (int64_t d : toInts(shape, "normalized_shape")) s.push_back(d);
-    l.layernorm =
-        std::make_shared<nn::LayerNorm>(s, eps ? toDouble(*eps, "eps") : 1e-5,
-                                        affine ? toBool(*affine, "elementwise_affine") : true);
-  }
-  return l;
-}
-
-Value optTensorValue(const std::optional<Tensor> &t) { return t ? Value(*t) : Value(NoneV{}); }
-
-Value layerAttribute(const LayerV &l, const std::string &name) {
-  if (l.linear && name == "weight") return l.linear->weight;
-  if (l.linear && name == "bias") return optTensorValue(l.linear->bias);
-  if (l.conv && name == "weight") return l.conv->weight;
-  if (l.conv && name == "bias") return optTensorValue(l.conv->bias);
-  if (l.batchnorm && name == "weight") return optTensorValue(l.batchnorm->weight);
-  if (l.batchnorm && name == "bias") return optTensorValue(l.batchnorm->bias);
-  if (l.batchnorm && name == "running_mean") return l.batchnorm->runningMean;
-  if (l.batchnorm && name == "running_var") return l.batchnorm->runningVar;
-  if (l.batchnorm && name == "num_batches_tracked") return l.batchnorm->numBatchesTracked;
-  if (l.layernorm && name == "weight") return optTensorValue(l.layernorm->weight);
-  if (l.layernorm && name == "bias") return optTensorValue(l.layernorm->bias);
-  throw Error(fmt::format("the layer has no attribute '{}'", name));
-}
-
-Value callLayer(LayerV &l, CallArgs &a) {
-  Tensor x = toTensor(a.need(0, "x"), "x");
+Value len(CallArgs &a) {
+  Value v = a.need(0, "obj");
   a.finish();
-  if (l.linear) return (*l.linear)(x);
-  if (l.conv) return (*l.conv)(x);
-  if (l.batchnorm) return (*l.batchnorm)(x);
-  return (*l.layernorm)(x);
+  if (v.is<SeqV>()) return static_cast<int64_t>(v.as<SeqV>().items.size());
+  if (v.is<DictV>()) return static_cast<int64_t>(v.as<DictV>().items.size());
+  if (v.is<std::string>()) return static_cast<int64_t>(v.as<std::string>().size());
+  if (v.is<Tensor>()) {
+    const Tensor &t = v.as<Tensor>();
+    if (t.ndim() == 0) throw Error("len() of a 0-d tensor");
+    return toInt(Value(t.shape()[0]), "len() of a tensor with a symbolic first dim");
+  }
+  throw Error(fmt::format("object of type '{}' has no len()", typeName(v)));
+}
+
+/// "nn.Conv2d" -> ("nn", "Conv2d")
+std::pair<std::string, std::string> splitClass(const std::string &name) {
+  size_t dot = name.find('.');
+  if (dot == std::string::npos) return {"", name};
+  return {name.substr(0, dot), name.substr(dot + 1)};
 }
 
 } // namespace
@@ -241,10 +184,17 @@ Value callLayer(LayerV &l, CallArgs &a) {
 
 Value callMethod(Value &&self, const std::string &name, CallArgs &args) {
   if (self.is<Tensor>()) return callTensorMethod(std::move(self.as<Tensor>()), name, args);
+  if (self.is<OptimV>()) return callOptimMethod(self.as<OptimV>(), name, args);
+  if (self.is<DictV>()) return callDictMethod(self.as<DictV>(), name, args);
   if (self.is<BuiltinV>()) {
     const std::string &obj = self.as<BuiltinV>().name;
     if (obj == "Tensor") {
       if (auto it = creators().find(name); it != creators().end()) return it->second(args);
+      if (name == "train") {
+        auto v = args.take(0, "val");
+        args.finish();
+        return TrainV{v ? toBool(*v, "val") : true};
+      }
       if (isTensorMethod(name)) {
         // an unbound method: Tensor.cat(a, b, dim=1) is a.cat(b, dim=1)
         auto first = args.popFront();
@@ -253,11 +203,12 @@ Value callMethod(Value &&self, const std::string &name, CallArgs &args) {
       }
       throw Error(fmt::format("Tensor has no attribute '{}'", name));
     }
-    if (obj == "nn") {
-      for (const char *c : kNNClasses)
-        if (name == c) return makeLayer(name, args);
-      throw Error(fmt::format("nn has no layer '{}'", name));
+    if (obj == "nn" || obj == "optim") {
+      if (auto v = makeNNObject(obj, name, args)) return std::move(*v);
+      throw Error(fmt::format("{} has no {} '{}'", obj, obj == "nn" ? "layer" : "optimizer", name));
     }
+    if (obj == "nn.state" && (name == "get_parameters" || name == "get_state_dict"))
+      return callValue(BuiltinV{name}, args);
     throw Error(fmt::format("{} has no attribute '{}'", obj, name));
   }
   if (self.is<SInt>() && name == "bind") {
@@ -268,12 +219,21 @@ Value callMethod(Value &&self, const std::string &name, CallArgs &args) {
       throw Error(fmt::format("bind(): {} is not a Variable", s.render()));
     return SInt(s.node()->bind(v));
   }
+  if (self.is<LayerV>()) {
+    Value attr = layerAttribute(self.as<LayerV>(), name);
+    return callValue(std::move(attr), args);
+  }
   throw Error(fmt::format("'{}' object has no method '{}'", typeName(self), name));
 }
 
 Value getAttribute(Value &&self, const std::string &name) {
   if (self.is<Tensor>()) return getTensorProperty(std::move(self.as<Tensor>()), name);
   if (self.is<LayerV>()) return layerAttribute(self.as<LayerV>(), name);
+  if (self.is<OptimV>()) return optimAttribute(self.as<OptimV>(), name);
+  if (self.is<CounterV>() && name == "n") {
+    const CounterV &c = self.as<CounterV>();
+    return c.stop->value_or(globalCounters().kernelCount) - c.start;
+  }
   if (self.is<BuiltinV>()) {
     const std::string &obj = self.as<BuiltinV>().name;
     if (obj == "dtypes") {
@@ -281,6 +241,14 @@ Value getAttribute(Value &&self, const std::string &name) {
       throw Error(fmt::format("dtypes has no dtype '{}'", name));
     }
     if (obj == "Tensor" && name == "training") return Tensor::training;
+    if (obj == "Tensor" && name == "no_grad") return Tensor::noGrad;
+    if (obj == "Tensor" && isTensorMethod(name)) return MethodRefV{name};
+    if (obj == "nn" && name == "optim") return BuiltinV{"optim"};
+    if (obj == "nn" && name == "state") return BuiltinV{"nn.state"};
+    if (obj == "nn.state" && (name == "get_parameters" || name == "get_state_dict"))
+      return BuiltinV{name};
+    if ((obj == "nn" || obj == "optim") && isBuiltinMember(obj, name))
+      return BuiltinV{obj + "." + name};
     if (isBuiltinMember(obj, name))
       throw Error(fmt::format("{}.{} must be called: write {}.{}(...)", obj, name, obj, name));
     throw Error(fmt::format("{} has no attribute '{}'", obj, name));
@@ -288,35 +256,99 @@ Value getAttribute(Value &&self, const std::string &name) {
   throw Error(fmt::format("'{}' object has no attribute '{}'", typeName(self), name));
 }
 
+void setAttribute(Value &&self, const std::string &name, Value &&v) {
+  if (self.is<BuiltinV>() && self.as<BuiltinV>().name == "Tensor") {
+    if (name == "training") {
+      Tensor::training = toBool(v, "Tensor.training");
+      return;
+    }
+    if (name == "no_grad") {
+      Tensor::noGrad = toBool(v, "Tensor.no_grad");
+      return;
+    }
+    throw Error(fmt::format("cannot assign Tensor.{}: only Tensor.training and Tensor.no_grad "
+                            "can be assigned",
+                            name));
+  }
+  if (self.is<Tensor>()) {
+    Tensor &t = self.as<Tensor>();
+    if (!t.defined()) throw Error("assignment to an attribute of an undefined Tensor");
+    if (name == "requires_grad") {
+      if (v.is<NoneV>())
+        t.setRequiresGrad(std::nullopt);
+      else
+        t.setRequiresGrad(toBool(v, "requires_grad"));
+      return;
+    }
+    if (name == "grad") {
+      if (v.is<NoneV>())
+        t.setGrad(std::nullopt);
+      else
+        t.setGrad(toTensor(std::move(v), "grad"));
+      return;
+    }
+    throw Error(
+        fmt::format("cannot assign Tensor.{}: only requires_grad and grad can be assigned", name));
+  }
+  if (self.is<LayerV>()) return setLayerAttribute(self.as<LayerV>(), name, std::move(v));
+  if (self.is<OptimV>()) return setOptimAttribute(self.as<OptimV>(), name, std::move(v));
+  throw Error(fmt::format("cannot assign attribute '{}' of a {}", name, typeName(self)));
+}
+
 Value callValue(Value &&callee, CallArgs &args) {
   if (callee.is<LayerV>()) return callLayer(callee.as<LayerV>(), args);
+  if (callee.is<MethodRefV>()) {
+    const std::string &name = callee.as<MethodRefV>().name;
+    auto first = args.popFront();
+    if (!first) throw Error(fmt::format("Tensor.{}() needs a Tensor argument", name));
+    return callTensorMethod(toTensor(std::move(*first), "self"), name, args);
+  }
   if (callee.is<BuiltinV>()) {
     const std::string &name = callee.as<BuiltinV>().name;
     if (name == "Tensor") return makeTensor(args);
     if (name == "Variable") return makeVariable(args);
+    if (name == "len") return len(args);
+    if (name == "get_parameters") {
+      Value obj = args.need(0, "obj");
+      args.finish();
+      return getParameters(std::move(obj));
+    }
+    if (name == "get_state_dict") return getStateDict(args.need(0, "obj"), args);
+    auto [module, cls] = splitClass(name);
+    if (!module.empty())
+      if (auto v = makeNNObject(module, cls, args)) return std::move(*v);
   }
   throw Error(fmt::format("'{}' object is not callable", typeName(callee)));
 }
 
+const char *const kBuiltinNames[] = {"Tensor",         "Variable",       "dtypes", "nn",
+                                     "optim",          "get_parameters", "len",    "print",
+                                     "get_state_dict", "exec_count"};
+
 bool isBuiltinName(std::string_view name) {
-  return name == "Tensor" || name == "Variable" || name == "dtypes" || name == "nn";
+  for (const char *n : kBuiltinNames)
+    if (name == n) return true;
+  return false;
 }
 
 bool isKnownAttribute(std::string_view name) {
-  if (isTensorMethod(name) || isTensorProperty(name) || name == "bind") return true;
-  for (const char *a : kLayerAttrs)
-    if (name == a) return true;
-  return false;
+  return isTensorMethod(name) || isTensorProperty(name) || name == "bind" || isNNAttribute(name) ||
+         creators().count(name) || name == "train";
 }
 
 bool isBuiltinMember(std::string_view object, std::string_view name) {
   if (object == "Tensor")
-    return creators().count(name) || isTensorMethod(name) || name == "training";
+    return creators().count(name) || isTensorMethod(name) || name == "training" ||
+           name == "no_grad" || name == "train";
   if (object == "dtypes") return DType::fromName(name).has_value();
   if (object == "nn") {
-    for (const char *c : kNNClasses)
+    if (name == "optim" || name == "state") return true;
+    for (const auto &c : nnClasses())
       if (name == c) return true;
   }
+  if (object == "optim")
+    for (const auto &c : optimClasses())
+      if (name == c) return true;
   return false;
 }
 

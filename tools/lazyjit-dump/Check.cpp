@@ -42,14 +42,12 @@ std::vector<uint8_t> hostBytes(const Buffer &b) {
 
 } // namespace
 
-void KernelChecker::install() {
-  setScheduleObserver([this](const ScheduleItem &si, const Program *prg) {
-    if (!si.isKernel()) return;
-    std::vector<Buffer *> bufs{si.out->realized().get()};
-    for (const auto &x : si.inputs) bufs.push_back(x->realized().get());
-    std::string name = prg ? prg->info().name : kernelName(*si.ast);
-    checkKernel(*si.ast, name, bufs, si.varVals);
-  });
+void KernelChecker::observe(const ScheduleItem &si, const Program *prg) {
+  if (!si.isKernel()) return;
+  std::vector<Buffer *> bufs{si.out->realized().get()};
+  for (const auto &x : si.inputs) bufs.push_back(x->realized().get());
+  std::string name = prg ? prg->info().name : kernelName(*si.ast);
+  checkKernel(*si.ast, name, bufs, si.varVals);
 }
 
 void KernelChecker::checkKernel(const LazyOp &ast, const std::string &name,

@@ -36,6 +36,10 @@ struct DumpContext {
   std::vector<std::pair<std::string, Tensor>> outputs;
   std::vector<ScheduleItem> schedule; ///< the outputs' schedule, computed before running
   RunStats runStats; ///< what ran (per-kernel timings when --emit=stats asked for them)
+  /// Every compute kernel the script ran, with the line of the statement that ran it (0: the
+  /// realization of the outputs after the script), for --emit=runs.
+  std::vector<std::pair<int, std::string>> scriptRuns;
+  std::vector<int> statementLines; ///< the lines that hold statements, in order
   // AST input
   std::string astFile;
   std::vector<LazyOpRef> asts;
@@ -67,8 +71,8 @@ void printIndex(std::ostream &out, const LazyOp &ast, int kernelNo);
 /// --check: compares kernels run on the device with the reference interpreter.
 class KernelChecker {
 public:
-  /// Installs the schedule observer that checks every kernel the runtime runs.
-  void install();
+  /// Checks one item the runtime ran (the schedule observer calls it for every item).
+  void observe(const ScheduleItem &si, const Program *prg);
   /// Checks one kernel whose device results are in bufs[0] (inputs unchanged).
   void checkKernel(const LazyOp &ast, const std::string &name, std::span<Buffer *const> bufs,
                    const VarVals &vars);

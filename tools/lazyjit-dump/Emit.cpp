@@ -11,6 +11,7 @@
 #include "lazyjit/Schedule/ASTText.h"
 
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 namespace lazyjit::tool {
@@ -201,8 +202,10 @@ TargetSpec ptxTarget(const DumpContext &ctx) {
     return t;
   }
   if (o.target.empty() || o.target.rfind("nvptx64", 0) != 0)
-    throw ToolError("lazyjit-dump: error: --emit=ptx needs an NVPTX target: --target=nvptx64 (with --mcpu=sm_XX) "
-                    "or --device=CUDA" + (o.target.empty() ? std::string() : ", not --target=" + o.target),
+    throw ToolError("lazyjit-dump: error: --emit=ptx needs an NVPTX target: --target=nvptx64 (with "
+                    "--mcpu=sm_XX) "
+                    "or --device=CUDA" +
+                        (o.target.empty() ? std::string() : ", not --target=" + o.target),
                     1);
   return TargetSpec::nvptx(o.mcpu.empty() ? "sm_90" : o.mcpu);
 }
@@ -236,8 +239,8 @@ TargetSpec codegenTarget(const DumpContext &ctx) {
   if (o.device.rfind("CUDA", 0) == 0) return ptxTarget(ctx);
   TargetSpec t = TargetSpec::host();
   if (!o.target.empty() && o.target != t.triple)
-    throw ToolError("lazyjit-dump: error: unsupported --target=" + o.target + " (supported: the host triple " +
-                        t.triple + ", nvptx64)",
+    throw ToolError("lazyjit-dump: error: unsupported --target=" + o.target +
+                        " (supported: the host triple " + t.triple + ", nvptx64)",
                     1);
   if (!o.mcpu.empty()) t.cpu = o.mcpu;
   return t;
@@ -257,7 +260,8 @@ void emitKernel(DumpContext &ctx) {
       // CPU: the outermost loop is split across the thread pool
       Kernel kern = buildKernel(ast, target, {});
       SInt outer = kern.firstReduce() > 0 ? kern.fullShape()[0] : SInt(1);
-      ctx.out << "  launch outer_range=" << outer.render() << " threads=" << ThreadPool::global().size() << "\n";
+      ctx.out << "  launch outer_range=" << outer.render()
+              << " threads=" << ThreadPool::global().size() << "\n";
     }
   }
 }
@@ -267,8 +271,10 @@ void emitIR(DumpContext &ctx, IRStage stage) {
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
     KernelSignature sig = describeKernel(ast, target, {});
-    const char *comment = stage == IRStage::Asm ? (target.kind == TargetSpec::Kind::NVPTX ? "//" : "#") : ";";
-    ctx.out << comment << " kernel " << k++ << " " << sig.name << "\n" << emitKernelText(ast, target, {}, stage);
+    const char *comment =
+        stage == IRStage::Asm ? (target.kind == TargetSpec::Kind::NVPTX ? "//" : "#") : ";";
+    ctx.out << comment << " kernel " << k++ << " " << sig.name << "\n"
+            << emitKernelText(ast, target, {}, stage);
   }
 }
 
@@ -277,12 +283,32 @@ void emitStats(DumpContext &ctx) {
   int k = 0;
   for (const auto &r : ctx.runStats.runs) {
     double t = std::max(r.seconds, 1e-9);
-    ctx.out << fmt::format("kernel {} {} device={} global={} local={} time={:.3f}us gflops={:.3f} gbps={:.3f} "
-                           "compile={:.3f}ms{}\n",
-                           k++, r.name, r.device, dims(r.global), dims(r.local), r.seconds * 1e6, r.flops / t / 1e9,
-                           r.bytes / t / 1e9, r.compileSeconds * 1e3, r.fromCache ? " (cached)" : "");
+    ctx.out << fmt::format(
+        "kernel {} {} device={} global={} local={} time={:.3f}us gflops={:.3f} gbps={:.3f} "
+        "compile={:.3f}ms{}\n",
+        k++, r.name, r.device, dims(r.global), dims(r.local), r.seconds * 1e6, r.flops / t / 1e9,
+        r.bytes / t / 1e9, r.compileSeconds * 1e3, r.fromCache ? " (cached)" : "");
   }
   ctx.out << "# " << ctx.runStats.runs.size() << " kernels ran\n";
+}
+
+// --emit=runs: every kernel the script ran, with the line of the statement that ran it, then the
+// number per statement line (what exec_count counts when a block is one line).
+void emitRuns(DumpContext &ctx) {
+  if (!ctx.fromScript) throw ToolError("lazyjit-dump: error: --emit=runs needs a tensor script", 1);
+  auto where = [](int line) { return line ? "line " + std::to_string(line) : std::string("end"); };
+  std::map<int, int> perLine;
+  for (int l : ctx.statementLines) perLine[l] = 0;
+  perLine[0] = 0;
+  int k = 0;
+  for (const auto &[line, name] : ctx.scriptRuns) {
+    ctx.out << "run " << k++ << " " << where(line) << " " << name << "\n";
+    ++perLine[line];
+  }
+  for (const auto &[line, n] : perLine)
+    if (line) ctx.out << "# " << where(line) << ": " << n << " kernels\n";
+  ctx.out << "# end: " << perLine[0] << " kernels\n";
+  ctx.out << "# " << ctx.scriptRuns.size() << " kernels ran\n";
 }
 
 } // namespace
@@ -300,6 +326,7 @@ const std::vector<Stage> &stages() {
       {"ptx", true, false, emitPtx},
       {"values", true, true, emitValues},
       {"stats", true, true, emitStats},
+      {"runs", true, true, emitRuns},
   };
   return all;
 }

@@ -52,21 +52,25 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 enum class StmtKind {
   Assign,  // targets = value (each target group is one name or a tuple of names)
-  SetAttr, // attrObject.attrName = value (only Tensor.training)
+  SetAttr, // target.attrName = value (Tensor.training, x.requires_grad, layer.weight, opt.lr, ...)
   Del,     // del names
   Realize, // realize names
   Out,     // out names
   Eval,    // an expression evaluated for its effect
+  With,    // with value [as targets[0][0]]: body
 };
 
 struct Stmt {
   StmtKind kind;
   Loc loc;
-  std::vector<std::vector<std::string>> targets; // Assign: one group per `=`
+  std::vector<std::vector<std::string>> targets; // Assign: one group per `=`; With: the `as` name
   std::vector<Loc> nameLocs;                     // Del/Realize/Out: where each name is
   std::vector<std::string> names;                // Del/Realize/Out
-  std::string attrObject, attrName;              // SetAttr
-  ExprPtr value;                                 // Assign/SetAttr/Eval
+  ExprPtr target;                                // SetAttr: the object
+  std::string attrName;                          // SetAttr
+  Loc attrLoc;                                   // SetAttr: where attrName is
+  ExprPtr value;                                 // Assign/SetAttr/Eval/With
+  std::vector<Stmt> body;                        // With
 };
 
 struct Script {
@@ -78,7 +82,7 @@ struct Script {
 /// Throws ParseError with `FILE:LINE:COL: error: <message>`.
 Script parseScript(std::string_view text, const std::string &filename);
 
-/// The names that every script sees (Tensor, Variable, dtypes, nn, inf, nan).
+/// The names that every script sees (Tensor, Variable, dtypes, nn, optim, get_parameters, ...).
 bool isBuiltinName(std::string_view name);
 /// True if `name` is an attribute of some script value (method, property or member).
 bool isKnownAttribute(std::string_view name);

@@ -3,9 +3,12 @@
 #include "ScriptEval.h"
 #include "ToolError.h"
 
+#include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Support/Error.h"
 
 #include <cmath>
+#include <functional>
+#include <ostream>
 
 namespace lazyjit::script {
 
@@ -142,6 +145,28 @@ Value binaryOp(const std::string &op, Value &&l, Value &&r) {
   unsupported(op, l, r);
 }
 
+// Tensor(list, dtype=dtypes.int32, requires_grad=False) for a (nested) list inside an index.
+Tensor intIndexTensor(const Value &v, const std::string &device) {
+  std::vector<double> flat;
+  std::vector<int64_t> shape;
+  std::function<void(const Value &, size_t)> walk = [&](const Value &x, size_t depth) {
+    if (!x.is<SeqV>()) {
+      if (depth != shape.size()) throw Error("an index list is ragged");
+      flat.push_back(static_cast<double>(toInt(x, "an index in a list")));
+      return;
+    }
+    const auto &items = x.as<SeqV>().items;
+    if (depth == shape.size())
+      shape.push_back(static_cast<int64_t>(items.size()));
+    else if (shape[depth] != static_cast<int64_t>(items.size()))
+      throw Error("an index list is ragged");
+    for (const auto &y : items) walk(y, depth + 1);
+  };
+  walk(v, 0);
+  Shape s(shape.begin(), shape.end());
+  return Tensor::fromValues(flat, s, {dtypes::int32, device, false});
+}
+
 std::optional<int64_t> sliceBound(const Value &v, const char *what) {
   if (v.is<NoneV>()) return std::nullopt;
   return toInt(v, what);
@@ -153,10 +178,41 @@ std::optional<int64_t> sliceBound(const Value &v, const char *what) {
 
 void Evaluator::run() {
   for (const Stmt &st : script.stmts) exec(st);
+  line = 0;
+}
+
+void Evaluator::bind(const std::string &name, Value v) {
+  env[name] = std::move(v);
+  assignOrder.erase(std::remove(assignOrder.begin(), assignOrder.end(), name), assignOrder.end());
+  assignOrder.push_back(name);
 }
 
 void Evaluator::exec(const Stmt &st) {
+  line = st.loc.line;
   switch (st.kind) {
+  case StmtKind::With: {
+    // `with Tensor.train():` sets Tensor.training for the block; `with exec_count() as k:` stops
+    // the count when the block ends
+    Value ctx = eval(*st.value);
+    std::optional<bool> prevTraining;
+    if (ctx.is<TrainV>()) {
+      prevTraining = Tensor::training;
+      Tensor::training = ctx.as<TrainV>().val;
+    } else if (!ctx.is<CounterV>()) {
+      fail(st.loc, fmt::format("a '{}' cannot be used in 'with' (Tensor.train() and "
+                               "exec_count() can)",
+                               typeName(ctx)));
+    }
+    if (!st.targets.empty()) {
+      bind(st.targets[0][0], ctx.is<CounterV>() ? ctx : Value(NoneV{}));
+      lastAssigned = st.targets[0][0];
+      lastAssignedLoc = st.loc;
+    }
+    for (const Stmt &b : st.body) exec(b);
+    if (prevTraining) Tensor::training = *prevTraining;
+    if (ctx.is<CounterV>()) *ctx.as<CounterV>().stop = globalCounters().kernelCount;
+    return;
+  }
   case StmtKind::Assign: {
     Value v = eval(*st.value);
     for (size_t g = 0; g < st.targets.size(); ++g) {
@@ -164,10 +220,7 @@ void Evaluator::exec(const Stmt &st) {
       const auto &names = st.targets[g];
       if (names.size() == 1) {
         // a single name binds the whole value (even a tuple)
-        if (last)
-          env[names[0]] = std::move(v);
-        else
-          env[names[0]] = v;
+        bind(names[0], last ? std::move(v) : v);
       } else {
         Value src = last ? std::move(v) : v;
         if (!src.is<SeqV>())
@@ -177,7 +230,7 @@ void Evaluator::exec(const Stmt &st) {
         if (items.size() != names.size())
           fail(st.loc,
                fmt::format("cannot unpack {} values into {} names", items.size(), names.size()));
-        for (size_t k = 0; k < names.size(); ++k) env[names[k]] = std::move(items[k]);
+        for (size_t k = 0; k < names.size(); ++k) bind(names[k], std::move(items[k]));
       }
     }
     lastAssigned = st.targets.back().back();
@@ -185,8 +238,10 @@ void Evaluator::exec(const Stmt &st) {
     return;
   }
   case StmtKind::SetAttr: {
+    // Python evaluates the value, then the object, then sets the attribute
     Value v = eval(*st.value);
-    located(st.value->loc, [&] { Tensor::training = toBool(v, "Tensor.training"); });
+    Value obj = eval(*st.target);
+    located(st.attrLoc, [&] { setAttribute(std::move(obj), st.attrName, std::move(v)); });
     return;
   }
   case StmtKind::Del:
@@ -225,11 +280,18 @@ std::vector<std::pair<std::string, Tensor>> Evaluator::outputs() const {
   std::vector<std::string> names = outNames;
   std::vector<Loc> locs = outLocs;
   if (names.empty()) {
-    if (lastAssigned.empty())
+    // the last assigned name; when it holds no tensor (a layer, an optimizer, a count), the last
+    // assigned name that does
+    std::string name;
+    if (auto it = env.find(lastAssigned); it == env.end() || !it->second.is<Tensor>())
+      for (auto n = assignOrder.rbegin(); n != assignOrder.rend() && name.empty(); ++n)
+        if (auto e = env.find(*n); e != env.end() && e->second.is<Tensor>()) name = *n;
+    if (name.empty()) name = lastAssigned;
+    if (name.empty())
       throw ToolError(script.filename + ":1:1: error: the script has no outputs: assign a "
                                         "tensor or name the outputs with 'out'",
                       1);
-    names.push_back(lastAssigned);
+    names.push_back(name);
     locs.push_back(lastAssignedLoc);
   }
   std::vector<std::pair<std::string, Tensor>> out;
@@ -340,9 +402,42 @@ Value Evaluator::evalCall(const Expr &e) {
                      : callee.kind == ExprKind::Name ? callee.name
                                                      : "call";
   CallArgs args(name, std::move(pos), std::move(kw));
+  if (function && function->is<BuiltinV>()) {
+    const std::string &fn = function->as<BuiltinV>().name;
+    if (fn == "exec_count") return located(e.loc, [&] { return execCount(args); });
+    if (fn == "print") return located(e.loc, [&] { return print(args); });
+  }
   if (receiver)
     return located(callee.loc, [&] { return callMethod(std::move(*receiver), name, args); });
   return located(e.loc, [&] { return callValue(std::move(*function), args); });
+}
+
+Value Evaluator::execCount(CallArgs &args) {
+  args.finish();
+  // exec_count of external_test_opt.py: realize every live tensor, then count from here
+  std::vector<Tensor> live;
+  std::unordered_set<const TensorImpl *> seen;
+  for (const auto &[name, v] : env) collectTensors(v, live, seen);
+  for (Tensor &t : live) t.realize();
+  return CounterV{globalCounters().kernelCount};
+}
+
+Value Evaluator::print(CallArgs &args) {
+  std::vector<Value> values = args.rest(0);
+  auto sep = args.take(SIZE_MAX, "sep");
+  auto end = args.take(SIZE_MAX, "end");
+  args.finish();
+  auto text = [](const std::optional<Value> &v, const char *dflt, const char *what) {
+    if (!v || v->is<NoneV>()) return std::string(dflt);
+    if (!v->is<std::string>()) throw Error(fmt::format("print(): {} must be a string", what));
+    return v->as<std::string>();
+  };
+  std::string s = text(sep, " ", "sep"), line;
+  for (size_t i = 0; i < values.size(); ++i)
+    line += (i ? s : "") +
+            (values[i].is<std::string>() ? values[i].as<std::string>() : repr(values[i]));
+  printOut << line << text(end, "\n", "end");
+  return NoneV{};
 }
 
 Value Evaluator::evalSubscript(const Expr &e) {
@@ -363,8 +458,15 @@ Value Evaluator::evalSubscript(const Expr &e) {
       items.push_back(eval(it));
     }
   }
-  // a[(0, 1)] is a[0, 1]
-  if (items.size() == 1 && items[0].is<SeqV>() && !items[0].as<SeqV>().isList && !obj.is<SeqV>()) {
+  // a[(0, 1)] is a[0, 1]; a list that is not all ints is an index list too (the reference's
+  // __getitem__); a list of ints is one integer-tensor index
+  auto allInts = [](const Value &v) {
+    for (const auto &x : v.as<SeqV>().items)
+      if (!x.is<int64_t>()) return false;
+    return true;
+  };
+  if (items.size() == 1 && items[0].is<SeqV>() && !obj.is<SeqV>() && !obj.is<DictV>() &&
+      (!items[0].as<SeqV>().isList || !allInts(items[0]))) {
     auto inner = std::move(items[0].as<SeqV>().items);
     items = std::move(inner);
   }
@@ -391,6 +493,13 @@ Value Evaluator::evalSubscript(const Expr &e) {
       if (i < -n || i >= n) throw Error(fmt::format("tuple index {} out of range", i));
       return std::move(seq[static_cast<size_t>(i < 0 ? i + n : i)]);
     }
+    if (obj.is<DictV>()) {
+      if (items.size() != 1 || !items[0].is<std::string>())
+        throw Error("a dict is indexed by one string key");
+      for (auto &[k, v] : obj.as<DictV>().items)
+        if (k == items[0].as<std::string>()) return std::move(v);
+      throw Error(fmt::format("KeyError: '{}'", items[0].as<std::string>()));
+    }
     if (!obj.is<Tensor>())
       throw Error(fmt::format("'{}' object is not subscriptable", typeName(obj)));
     Tensor t = std::move(obj.as<Tensor>());
@@ -409,8 +518,14 @@ Value Evaluator::evalSubscript(const Expr &e) {
         idx.push_back(Index::ellipsis());
       } else if (it.is<int64_t>() || it.is<bool>()) {
         idx.push_back(Index::at(toInt(it, "index")));
+      } else if (it.is<Tensor>()) {
+        idx.push_back(Index::of(it.as<Tensor>()));
+      } else if (it.is<SeqV>()) {
+        // a list or tuple inside the index: an int32 tensor of its values
+        idx.push_back(Index::of(intIndexTensor(it, t.device())));
       } else {
-        throw Error(fmt::format("a Tensor index must be an int, a slice, None or ..., got {}",
+        throw Error(fmt::format("a Tensor index must be an int, a slice, None, ..., a Tensor or a "
+                                "list of ints, got {}",
                                 typeName(it)));
       }
     }

@@ -32,10 +32,20 @@ public:
         size_t p = pos;
         while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
         bool blank = p >= s.size() || s[p] == '\n' || s[p] == '#' || s[p] == '\r';
-        if (!blank && p != pos) {
+        if (!blank) {
           Loc l = here();
-          l.col += static_cast<int>(p - pos);
-          fail(file, l, "unexpected indentation: statements start in column 1");
+          int width = static_cast<int>(p - pos);
+          l.col += width;
+          if (width > indents.back()) {
+            indents.push_back(width);
+            out.push_back({Tok::Indent, "indent", l});
+          }
+          while (width < indents.back()) {
+            indents.pop_back();
+            out.push_back({Tok::Dedent, "dedent", l});
+          }
+          if (width != indents.back())
+            fail(file, l, "unindent does not match any outer indentation level");
         }
         continue;
       }
@@ -68,6 +78,7 @@ public:
     if (depth > 0) fail(file, openLocs.back(), "'" + openChars.back() + "' is never closed");
     if (!out.empty() && out.back().kind != Tok::Newline)
       out.push_back({Tok::Newline, "newline", here()});
+    for (size_t k = 1; k < indents.size(); ++k) out.push_back({Tok::Dedent, "dedent", here()});
     out.push_back({Tok::End, "end of input", here()});
     return out;
   }
@@ -78,6 +89,7 @@ private:
   size_t pos = 0;
   int line = 1, col = 1;
   int depth = 0;
+  std::vector<int> indents{0}; ///< the indentation widths of the open blocks
   std::vector<Loc> openLocs;
   std::vector<std::string> openChars;
 

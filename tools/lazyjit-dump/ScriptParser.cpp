@@ -1,5 +1,6 @@
-// The recursive-descent parser and the name checker of the tensor-script language. Nesting is
-// bounded (kMaxNesting, kMaxDepth) so that pathological input gets an error, not a stack overflow.
+// The recursive-descent parser of the tensor-script language (statements, `with` blocks, imports
+// and expressions). Nesting is bounded (kMaxNesting, kMaxDepth) so that pathological input gets an
+// error, not a stack overflow.
 #include "Script.h"
 #include "ScriptLexer.h"
 
@@ -26,18 +27,7 @@ public:
   Script run() {
     Script sc;
     sc.filename = file;
-    while (peek().kind != Tok::End) {
-      if (peek().kind == Tok::Newline || isOp(";")) {
-        ++i;
-        continue;
-      }
-      sc.stmts.push_back(statement());
-      if (isOp(";") || peek().kind == Tok::Newline) {
-        ++i;
-      } else if (peek().kind != Tok::End) {
-        fail(file, peek().loc, "expected the end of the statement, got " + describe(peek()));
-      }
-    }
+    block(sc.stmts, false);
     return sc;
   }
 
@@ -60,6 +50,10 @@ private:
     switch (tok.kind) {
     case Tok::Newline:
       return "the end of the line";
+    case Tok::Indent:
+      return "an indentation";
+    case Tok::Dedent:
+      return "the end of an indented block";
     case Tok::End:
       return "the end of the input";
     case Tok::Str:
@@ -100,6 +94,153 @@ private:
     ~NestGuard() { --p.nest; }
   };
 
+  // Statements up to the end of the input or, in a `with` block, up to its Dedent.
+  void block(std::vector<Stmt> &out, bool nested) {
+    while (peek().kind != Tok::End) {
+      if (peek().kind == Tok::Newline || isOp(";")) {
+        ++i;
+        continue;
+      }
+      if (peek().kind == Tok::Dedent && nested) {
+        ++i;
+        return;
+      }
+      if (peek().kind == Tok::Indent)
+        fail(file, peek().loc, "unexpected indentation: only the body of a 'with' is indented");
+      if (compound(out)) continue; // a `with` block ends at its Dedent
+      if (isOp(";") || peek().kind == Tok::Newline) {
+        ++i;
+      } else if (peek().kind != Tok::End && peek().kind != Tok::Dedent) {
+        fail(file, peek().loc, "expected the end of the statement, got " + describe(peek()));
+      }
+    }
+  }
+
+  // One statement: an import, a `with`, or a simple statement. Returns true when it ended with an
+  // indented block (so no end of line follows).
+  bool compound(std::vector<Stmt> &out) {
+    if (peek().kind == Tok::Name && (peek().text == "import" || peek().text == "from")) {
+      importStatement(out);
+      return false;
+    }
+    if (peek().kind == Tok::Name && peek().text == "with") return withStatement(out);
+    out.push_back(statement());
+    return false;
+  }
+
+  // `with A [as x], B [as y]: BODY` is `with A as x:` around `with B as y: BODY`; the body is an
+  // indented block or statements on the same line separated by ';'.
+  bool withStatement(std::vector<Stmt> &out) {
+    NestGuard g(*this, peek().loc);
+    ++i;
+    std::vector<Stmt> *into = &out;
+    do {
+      Stmt st;
+      st.kind = StmtKind::With;
+      st.loc = peek().loc;
+      st.value = expr();
+      if (peek().kind == Tok::Name && peek().text == "as") {
+        ++i;
+        st.nameLocs.push_back(peek().loc);
+        st.targets.push_back({expectName("after 'as'")});
+      }
+      into->push_back(std::move(st));
+      into = &into->back().body;
+    } while (acceptOp(","));
+    expectOp(":", "after the 'with' items");
+    if (peek().kind == Tok::Newline) {
+      ++i;
+      if (peek().kind != Tok::Indent)
+        fail(file, peek().loc, "expected an indented block after 'with'");
+      ++i;
+      block(*into, true);
+      return true;
+    }
+    do {
+      if (peek().kind == Tok::Newline || peek().kind == Tok::End) break;
+      if (peek().kind == Tok::Name && peek().text == "with")
+        fail(file, peek().loc, "a 'with' on one line cannot hold another 'with'");
+      compound(*into);
+    } while (acceptOp(";"));
+    if (into->empty()) fail(file, peek().loc, "expected a statement after 'with ...:'");
+    return false;
+  }
+
+  // `from tinygrad.nn import optim`, `import tinygrad.nn as nn`: the names a script imports from
+  // tinygrad are builtins of the language, so importing one is a no-op; a name that is bound
+  // differently (`from tinygrad.nn.optim import SGD`, an `as` alias) becomes an assignment
+  // (`SGD = optim.SGD`). Anything else is an error.
+  void importStatement(std::vector<Stmt> &out) {
+    Loc loc = peek().loc;
+    bool isFrom = t[i++].text == "from";
+    std::string module = expectName(isFrom ? "after 'from'" : "after 'import'");
+    while (acceptOp(".")) module += "." + expectName("in the module name");
+    if (module != "tinygrad" && module.rfind("tinygrad.", 0) != 0)
+      fail(file, loc,
+           fmt::format("cannot import from '{}': a script can only import the tinygrad "
+                       "names it already has (Tensor, nn, optim, dtypes, ...)",
+                       module));
+    auto alias = [&](const std::string &dflt) {
+      if (peek().kind != Tok::Name || peek().text != "as") return dflt;
+      ++i;
+      return expectName("after 'as'");
+    };
+    if (!isFrom) {
+      size_t dot = module.rfind('.');
+      if (dot == std::string::npos)
+        fail(file, loc,
+             "a script cannot use the module 'tinygrad' itself: import the names it uses "
+             "(from tinygrad.tensor import Tensor)");
+      if (!(peek().kind == Tok::Name && peek().text == "as"))
+        fail(file, loc, "write 'import " + module + " as NAME' or 'from ... import NAME'");
+      bindImport(out, loc, alias(""), module.substr(dot + 1), module.substr(0, dot));
+      return;
+    }
+    if (!(peek().kind == Tok::Name && peek().text == "import"))
+      fail(file, peek().loc,
+           "expected 'import' after 'from " + module + "', got " + describe(peek()));
+    ++i;
+    bool paren = acceptOp("(");
+    do {
+      if (paren && isOp(")")) break;
+      Loc nameLoc = peek().loc;
+      std::string name = expectName("to import");
+      bindImport(out, nameLoc, alias(name), name, module);
+    } while (acceptOp(","));
+    if (paren) expectOp(")", "to close the import list");
+  }
+
+  void bindImport(std::vector<Stmt> &out, Loc loc, const std::string &as, const std::string &name,
+                  const std::string &module) {
+    ExprPtr value;
+    if (isBuiltinName(name)) {
+      if (as == name) return;
+      value = make(ExprKind::Name, loc);
+      value->name = name;
+    } else {
+      const char *object = module == "tinygrad.nn"         ? "nn"
+                           : module == "tinygrad.nn.optim" ? "optim"
+                                                           : "";
+      if (!*object || !isBuiltinMember(object, name))
+        fail(file, loc,
+             fmt::format("cannot import '{}' from '{}': it is not a name lazyjit scripts "
+                         "know",
+                         name, module));
+      auto obj = make(ExprKind::Name, loc);
+      obj->name = object;
+      value = make(ExprKind::Attr, loc);
+      value->name = name;
+      value->kids.push_back(std::move(obj));
+      value = finish(std::move(value));
+    }
+    Stmt st;
+    st.kind = StmtKind::Assign;
+    st.loc = loc;
+    st.targets.push_back({as});
+    st.value = std::move(value);
+    out.push_back(std::move(st));
+  }
+
   Stmt statement() {
     Stmt st;
     st.loc = peek().loc;
@@ -132,16 +273,17 @@ private:
     while (acceptOp("=")) chain.push_back(exprList());
     st.value = std::move(chain.back());
     chain.pop_back();
-    // `Tensor.training = True`
-    if (chain.size() == 1 && chain[0]->kind == ExprKind::Attr &&
-        chain[0]->kids[0]->kind == ExprKind::Name) {
+    // `Tensor.training = True`, `x.requires_grad = True`, `c1.weight = w`, `opt.lr = 0.01`
+    if (chain.size() == 1 && chain[0]->kind == ExprKind::Attr) {
       st.kind = StmtKind::SetAttr;
-      st.attrObject = chain[0]->kids[0]->name;
       st.attrName = chain[0]->name;
-      if (st.attrObject != "Tensor" || st.attrName != "training")
-        fail(file, chain[0]->loc, "only Tensor.training can be assigned to");
+      st.attrLoc = chain[0]->loc;
+      st.target = std::move(chain[0]->kids[0]);
       return st;
     }
+    for (const auto &target : chain)
+      if (target->kind == ExprKind::Attr)
+        fail(file, target->loc, "an attribute can only be assigned alone (one '=' per statement)");
     st.kind = StmtKind::Assign;
     for (const auto &target : chain) {
       std::vector<std::string> names;
@@ -410,95 +552,12 @@ private:
   }
 };
 
-// ---- name checking ------------------------------------------------------------------------------
-
-class NameChecker {
-public:
-  explicit NameChecker(const std::string &file) : file(file) {}
-
-  void run(const Script &sc) {
-    const Stmt *lastOut = nullptr;
-    for (const Stmt &st : sc.stmts) {
-      switch (st.kind) {
-      case StmtKind::Assign:
-        check(*st.value);
-        for (const auto &group : st.targets)
-          for (const auto &n : group) define(n);
-        break;
-      case StmtKind::SetAttr:
-      case StmtKind::Eval:
-        check(*st.value);
-        break;
-      case StmtKind::Del:
-        for (size_t k = 0; k < st.names.size(); ++k) {
-          use(st.names[k], st.nameLocs[k]);
-          defined.erase(st.names[k]);
-          shadowed.insert(st.names[k]); // a deleted builtin name stays deleted
-        }
-        break;
-      case StmtKind::Realize:
-      case StmtKind::Out:
-        for (size_t k = 0; k < st.names.size(); ++k) use(st.names[k], st.nameLocs[k]);
-        if (st.kind == StmtKind::Out) lastOut = &st;
-        break;
-      }
-    }
-    if (lastOut)
-      for (size_t k = 0; k < lastOut->names.size(); ++k)
-        if (!defined.count(lastOut->names[k]))
-          fail(file, lastOut->nameLocs[k],
-               "output '" + lastOut->names[k] + "' is deleted before the end of the script");
-  }
-
-private:
-  const std::string &file;
-  std::set<std::string> defined;  // user-bound names
-  std::set<std::string> shadowed; // builtin names the script rebinds or deletes
-
-  void define(const std::string &n) {
-    defined.insert(n);
-    if (isBuiltinName(n)) shadowed.insert(n);
-  }
-  bool isDefined(const std::string &n) const {
-    return defined.count(n) || (isBuiltinName(n) && !shadowed.count(n));
-  }
-  void use(const std::string &n, Loc loc) {
-    if (!isDefined(n)) fail(file, loc, "name '" + n + "' is not defined");
-  }
-
-  void check(const Expr &e, bool callee = false) {
-    switch (e.kind) {
-    case ExprKind::Name:
-      use(e.name, e.loc);
-      return;
-    case ExprKind::Attr: {
-      const Expr &obj = *e.kids[0];
-      check(obj);
-      if (obj.kind == ExprKind::Name && !defined.count(obj.name) && isBuiltinName(obj.name)) {
-        if (!isBuiltinMember(obj.name, e.name))
-          fail(file, e.loc, fmt::format("{} has no attribute '{}'", obj.name, e.name));
-      } else if (!isKnownAttribute(e.name)) {
-        fail(file, e.loc, fmt::format("unknown {} '{}'", callee ? "method" : "attribute", e.name));
-      }
-      return;
-    }
-    case ExprKind::Call:
-      check(*e.kids[0], true);
-      for (size_t k = 1; k < e.kids.size(); ++k) check(*e.kids[k]);
-      return;
-    default:
-      for (const auto &k : e.kids) check(*k);
-      return;
-    }
-  }
-};
-
 } // namespace
 
 Script parseScript(std::string_view text, const std::string &filename) {
   Parser parser(tokenize(text, filename), filename);
   Script sc = parser.run();
-  NameChecker(filename).run(sc);
+  checkNames(sc);
   return sc;
 }
 

@@ -93,6 +93,21 @@ std::vector<Tensor> tensorsOf(std::vector<Value> vs, std::string_view what) {
   return out;
 }
 
+/// x.sequential(ll): each callable of the list (a layer, Tensor.relu, ...) applied in order, each
+/// intermediate released as soon as the next callable has consumed it (the reference's reduce).
+Value sequential(Tensor &&self, CallArgs &a) {
+  Value ll = a.need(0, "ll");
+  a.finish();
+  Value x(std::move(self));
+  for (auto &f : toSeq(ll, "sequential()'s argument")) {
+    std::vector<Value> arg;
+    arg.push_back(std::move(x));
+    CallArgs call("call", std::move(arg), {});
+    x = callValue(Value(f), call);
+  }
+  return x;
+}
+
 // ---- the table ----------------------------------------------------------------------------------
 
 #define METHOD(pyname, ...)                                                                        \
@@ -121,6 +136,8 @@ const std::map<std::string_view, MethodFn> &methods() {
            if (!d.is<std::string>()) throw Error("to(): device must be a string");
            return std::move(self).to(d.as<std::string>());),
     NOARGS("detach", detach),
+    METHOD("backward", a.finish(); self.backward(); return std::move(self);),
+    METHOD("sequential", return sequential(std::move(self), a);),
     METHOD("assign", auto x = toTensor(a.need(0, "x"), "x"); a.finish(); self.assign(x);
            return std::move(self);),
     NOARGS("contiguous", contiguous),
@@ -359,7 +376,7 @@ bool isTensorMethod(std::string_view name) { return methods().count(name) != 0; 
 
 bool isTensorProperty(std::string_view name) {
   return name == "T" || name == "shape" || name == "dtype" || name == "ndim" || name == "device" ||
-         name == "training";
+         name == "training" || name == "requires_grad" || name == "grad" || name == "no_grad";
 }
 
 Value callTensorMethod(Tensor &&self, const std::string &name, CallArgs &args) {
@@ -375,6 +392,16 @@ Value getTensorProperty(Tensor &&self, const std::string &name) {
   if (name == "dtype") return self.dtype();
   if (name == "ndim") return self.ndim();
   if (name == "device") return self.device();
+  if (name == "training") return Tensor::training;
+  if (name == "no_grad") return Tensor::noGrad;
+  if (name == "requires_grad") {
+    std::optional<bool> r = self.requiresGrad();
+    return r ? Value(*r) : Value(NoneV{});
+  }
+  if (name == "grad") {
+    std::optional<Tensor> g = self.grad();
+    return g ? Value(std::move(*g)) : Value(NoneV{});
+  }
   if (isTensorMethod(name))
     throw Error(fmt::format("method '{}' must be called: write {}(...)", name, name));
   throw Error(fmt::format("'Tensor' object has no attribute '{}'", name));
@@ -382,6 +409,8 @@ Value getTensorProperty(Tensor &&self, const std::string &name) {
 
 TensorOptions tensorOptions(CallArgs &a) {
   TensorOptions o;
+  if (auto r = a.take(SIZE_MAX, "requires_grad"); r && !r->is<NoneV>())
+    o.requiresGrad = toBool(*r, "requires_grad");
   if (auto d = a.take(SIZE_MAX, "dtype"); d && !d->is<NoneV>()) o.dtype = toDType(*d, "dtype");
   if (auto d = a.take(SIZE_MAX, "device"); d && !d->is<NoneV>()) {
     if (!d->is<std::string>()) throw Error("device must be a string such as 'CPU'");

@@ -36,11 +36,29 @@ std::string typeName(const Value &v) {
           return "ellipsis";
         else if constexpr (std::is_same_v<T, BuiltinV>)
           return x.name;
+        else if constexpr (std::is_same_v<T, MethodRefV>)
+          return "method";
+        else if constexpr (std::is_same_v<T, LayerV> || std::is_same_v<T, OptimV>)
+          return x.cls;
+        else if constexpr (std::is_same_v<T, DictV>)
+          return "dict";
+        else if constexpr (std::is_same_v<T, TrainV>)
+          return "train";
         else
-          return "layer";
+          return "exec_count";
       },
       v.v);
 }
+
+namespace {
+// Python's repr of a float: the shortest round-trip digits, always with a '.' or an exponent.
+std::string pyFloat(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (x == std::floor(x) && std::fabs(x) < 1e16) return fmt::format("{:.1f}", x);
+  return fmt::format("{}", x); // 1e-05, 1e+16 and 0.0001 as Python writes them
+}
+} // namespace
 
 std::string repr(const Value &v) {
   return std::visit(
@@ -51,7 +69,7 @@ std::string repr(const Value &v) {
         else if constexpr (std::is_same_v<T, int64_t>)
           return std::to_string(x);
         else if constexpr (std::is_same_v<T, double>)
-          return printDouble(x);
+          return pyFloat(x);
         else if constexpr (std::is_same_v<T, std::string>)
           return "'" + x + "'";
         else if constexpr (std::is_same_v<T, SInt>)
@@ -66,7 +84,16 @@ std::string repr(const Value &v) {
           for (size_t i = 0; i < x.items.size(); ++i) s += (i ? ", " : "") + repr(x.items[i]);
           if (!x.isList && x.items.size() == 1) s += ",";
           return s + (x.isList ? "]" : ")");
-        } else
+        } else if constexpr (std::is_same_v<T, NoneV>)
+          return "None";
+        else if constexpr (std::is_same_v<T, DictV>) {
+          std::string s = "{";
+          for (size_t i = 0; i < x.items.size(); ++i)
+            s += (i ? ", '" : "'") + x.items[i].first + "': " + repr(x.items[i].second);
+          return s + "}";
+        } else if constexpr (std::is_same_v<T, MethodRefV>)
+          return "Tensor." + x.name;
+        else
           return typeName(v);
       },
       v.v);

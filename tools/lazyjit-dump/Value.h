@@ -6,11 +6,14 @@
 #pragma once
 
 #include "lazyjit/NN/Layers.h"
+#include "lazyjit/NN/Optim.h"
 #include "lazyjit/Tensor/Tensor.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -28,23 +31,47 @@ struct SeqV {
 struct SliceV {
   std::optional<int64_t> start, stop, step;
 };
-/// A builtin object: the `Tensor` class, the `dtypes` and `nn` modules, the `Variable` function,
-/// or a class of the nn module.
+/// A builtin object: the `Tensor` class, the `dtypes`, `nn`, `optim` and `nn.state` modules, the
+/// builtin functions (`Variable`, `get_parameters`, `exec_count`, `print`, ...), or a class of the
+/// nn or optim module (`nn.Conv2d`).
 struct BuiltinV {
   std::string name;
 };
-/// An nn layer (callable, with tensor attributes).
+/// An unbound Tensor method read as a value (`Tensor.relu`): callable with the tensor first.
+struct MethodRefV {
+  std::string name;
+};
+/// An nn layer: callable, with tensor attributes (NNBuiltins.cpp). Copies share the layer, as two
+/// Python names bound to one object do.
 struct LayerV {
-  std::shared_ptr<nn::Linear> linear;
-  std::shared_ptr<nn::Conv2d> conv;
-  std::shared_ptr<nn::BatchNorm2d> batchnorm;
-  std::shared_ptr<nn::LayerNorm> layernorm;
+  std::string cls; ///< the reference's class name ("Conv2d", "BatchNorm2d", ...)
+  std::shared_ptr<nn::Module> module;
+  std::function<Tensor(Tensor)> call;
+};
+/// An optimizer (optim.SGD, Adam, AdamW, LAMB); copies share it.
+struct OptimV {
+  std::string cls;
+  std::shared_ptr<nn::optim::Optimizer> opt;
+};
+/// A dict with string keys in insertion order (what get_state_dict returns).
+struct DictV {
+  std::vector<std::pair<std::string, Value>> items;
+};
+/// What exec_count() returns: `k.n` is the number of kernels run since, or, once a `with` block
+/// over it has ended, run inside the block.
+struct CounterV {
+  int64_t start = 0;
+  std::shared_ptr<std::optional<int64_t>> stop = std::make_shared<std::optional<int64_t>>();
+};
+/// `Tensor.train(val)`: a `with` block runs with Tensor.training = val.
+struct TrainV {
+  bool val = true;
 };
 
 struct Value {
   /// Int and symbolic integers are kept apart: `Sym` holds a Variable or an expression of one.
   std::variant<NoneV, bool, int64_t, double, std::string, SInt, DType, Tensor, SeqV, SliceV,
-               EllipsisV, BuiltinV, LayerV>
+               EllipsisV, BuiltinV, MethodRefV, LayerV, OptimV, DictV, CounterV, TrainV>
       v;
 
   Value() : v(NoneV{}) {}
@@ -112,5 +139,33 @@ Value callMethod(Value &&self, const std::string &name, CallArgs &args);
 Value getAttribute(Value &&self, const std::string &name);
 /// Calls a builtin object: Tensor(...), Variable(...), nn.Conv2d(...), or a layer.
 Value callValue(Value &&callee, CallArgs &args);
+/// Sets `self.<name> = v` (Tensor.training, Tensor.no_grad, x.requires_grad, x.grad, layer
+/// tensors, opt.lr).
+void setAttribute(Value &&self, const std::string &name, Value &&v);
+
+// ---- nn, optim and state dicts (NNBuiltins.cpp) ----------------------------------------------
+
+/// Constructs `nn.<cls>(...)` / `optim.<cls>(...)`; nullopt if `cls` is no such class.
+std::optional<Value> makeNNObject(const std::string &module, const std::string &cls,
+                                  CallArgs &args);
+/// The class names of the nn and optim modules.
+const std::vector<std::string> &nnClasses();
+const std::vector<std::string> &optimClasses();
+Value callLayer(LayerV &l, CallArgs &args);
+Value layerAttribute(const LayerV &l, const std::string &name);
+void setLayerAttribute(LayerV &l, const std::string &name, Value &&v);
+Value callOptimMethod(OptimV &o, const std::string &name, CallArgs &args);
+Value optimAttribute(const OptimV &o, const std::string &name);
+void setOptimAttribute(OptimV &o, const std::string &name, Value &&v);
+Value callDictMethod(DictV &d, const std::string &name, CallArgs &args);
+/// get_state_dict(obj, prefix='') and get_parameters(obj) (the reference's nn/state.py).
+Value getStateDict(Value &&obj, CallArgs &args);
+Value getParameters(Value &&obj);
+/// Every tensor reachable from `v`: through sequences, dicts, layers, optimizers, gradients and
+/// the autograd graph (a Function's inputs). Appends each tensor once, in discovery order.
+void collectTensors(const Value &v, std::vector<Tensor> &out,
+                    std::unordered_set<const TensorImpl *> &seen);
+/// True if `name` is an attribute or method of a layer, an optimizer, a dict or a counter.
+bool isNNAttribute(std::string_view name);
 
 } // namespace lazyjit::script

@@ -7,6 +7,7 @@
 #include "ScriptEval.h"
 #include "ToolError.h"
 
+#include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Support/Config.h"
@@ -69,15 +70,28 @@ int runScript(const std::string &text, const std::string &file, tool::DumpOption
               std::ostream &out) {
   script::Script sc = script::parseScript(text, file); // syntax and name errors: nothing runs
   tool::KernelChecker checker;
+  tool::DumpContext ctx(out, opts);
+  script::Evaluator ev(sc, out);
+  std::function<void(const std::vector<script::Stmt> &)> lines = [&](const auto &stmts) {
+    for (const auto &st : stmts) {
+      if (ctx.statementLines.empty() || ctx.statementLines.back() != st.loc.line)
+        ctx.statementLines.push_back(st.loc.line);
+      lines(st.body);
+    }
+  };
+  lines(sc.stmts);
   struct ObserverReset {
-    ~ObserverReset() { setScheduleObserver(nullptr); } // the checker dies with this scope
+    ~ObserverReset() { setScheduleObserver(nullptr); } // the observer dies with this scope
   } observerReset;
-  if (opts.check) checker.install();
+  // every kernel that runs is recorded with the running statement's line (and checked)
+  setScheduleObserver([&](const ScheduleItem &si, const Program *prg) {
+    if (opts.check) checker.observe(si, prg);
+    if (si.isKernel())
+      ctx.scriptRuns.emplace_back(ev.currentLine(), prg ? prg->info().name : kernelName(*si.ast));
+  });
 
-  script::Evaluator ev(sc);
   ev.run();
 
-  tool::DumpContext ctx(out, opts);
   ctx.outputs = ev.outputs();
   // the outputs are scheduled together, with one seen set (Tensor.corealize)
   std::vector<LazyBufferRef> outs;
@@ -115,7 +129,7 @@ int runTool(int argc, char **argv) {
   app.add_option("input", inv.input, "tensor script (.lj) or kernel ASTs (.ast); '-' is stdin");
   app.add_option("--emit", inv.emit,
                  "stages to print, comma-separated: graph, schedule, ast, index, kernel, llvm, "
-                 "llvm-opt, asm, ptx, values, stats (repeatable)")
+                 "llvm-opt, asm, ptx, values, stats, runs (repeatable)")
       ->delimiter(',')
       ->expected(1) // `--emit=values FILE`: the input is not a second stage name
       ->allow_extra_args(false)
