@@ -1,6 +1,8 @@
 // lazyjit-bench: the workloads of shared/bench/WORKLOADS.md through the public Tensor API, with
 // the in-process copy ceiling and (when installed) Eigen and OpenBLAS measured in the same run, and
 // every rate reported as a ratio to them. Timings live here, never in tests.
+#include "BenchUtil.h"
+#include "Training.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/CPUDevice.h"
@@ -19,6 +21,7 @@ extern "C" void openblas_set_num_threads(int);
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,47 +35,9 @@ extern "C" void openblas_set_num_threads(int);
 #include <unistd.h>
 
 using namespace lazyjit;
+using namespace lazyjit::bench;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-struct Timing {
-  double median = 0, min = 0, max = 0, first = 0;
-};
-
-// first call (compile included), >=2 warm-ups, >=7 timed calls; each call ends synchronized
-Timing timeIt(const std::function<void()> &call, int warmups = 2, int reps = 7) {
-  Timing t;
-  auto a = Clock::now();
-  call();
-  t.first = seconds(a, Clock::now());
-  for (int i = 0; i < warmups; ++i) call();
-  std::vector<double> v;
-  for (int i = 0; i < reps; ++i) {
-    auto s = Clock::now();
-    call();
-    v.push_back(seconds(s, Clock::now()));
-  }
-  std::sort(v.begin(), v.end());
-  t.median = v[v.size() / 2];
-  t.min = v.front();
-  t.max = v.back();
-  return t;
-}
-
-struct Result {
-  Result(std::string id_, std::string name_, std::string unit_)
-      : id(std::move(id_)), name(std::move(name_)), unit(std::move(unit_)) {}
-  std::string id, name, unit;
-  Timing t;
-  double rate = 0;
-  int kernels = 0;
-  std::map<std::string, double> vs; // ratio of our rate to a peer's
-  bool vsCopy = false;               // add the ratio to the copy ceiling once it is final
-  std::string note;
-};
 
 std::string cpuName() {
   std::ifstream f("/proc/cpuinfo");
@@ -300,8 +265,9 @@ int main(int argc, char **argv) {
       if (!tok.empty()) want.insert(tok);
     auto enabled = [&](const std::string &id) {
       if (want.empty()) return true;
+      // W9 selects W9a..W9c; W1 does not select W10
       for (const auto &w : want)
-        if (id.rfind(w, 0) == 0) return true;
+        if (id == w || (id.rfind(w, 0) == 0 && std::isalpha(static_cast<unsigned char>(id[w.size()])))) return true;
       return false;
     };
 
@@ -316,6 +282,9 @@ int main(int argc, char **argv) {
 #endif
 #ifndef LAZYJIT_BENCH_OPENBLAS
     skipped.push_back("OpenBLAS (libopenblas-dev not installed at build time)");
+#endif
+#ifndef LAZYJIT_BENCH_TORCH
+    skipped.push_back("libtorch (libtorch-dev not installed at build time)");
 #endif
     if (gpu) skipped.push_back("Eigen and OpenBLAS (CPU peers; the GPU run compares with the device copy ceiling only)");
 
@@ -421,6 +390,9 @@ int main(int argc, char **argv) {
 #endif
       results.push_back(r);
     }
+    // the training steps, against libtorch's (same process, same thread count)
+    if (enabled("W10")) results.push_back(benchW10(512, device));
+    if (enabled("W11")) results.push_back(benchW11(gpu ? 4096 : 256, device));
     if (enabled("W9a")) {
       // (a) first call of W3 in a fresh process, with an empty cache and then with the disk cache
       std::string dir = "/tmp/lazyjit-bench-w9a-" + std::to_string(getpid());

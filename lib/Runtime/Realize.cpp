@@ -128,6 +128,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     if (observer()) observer()(si, prg);
   }
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  globalCounters().runSeconds += stats.seconds;
   return stats;
 }
 

@@ -43,6 +43,9 @@ void setScheduleObserver(ScheduleObserver obs);
 struct GlobalCounters {
   int64_t kernelCount = 0;
   int64_t copyCount = 0;
+  /// Time spent in runSchedule (compiling and running; what is not graph building or scheduling).
+  /// Kernels run asynchronously on a device are counted when a later item waits for them.
+  double runSeconds = 0;
 };
 GlobalCounters &globalCounters();
 

@@ -1,0 +1,70 @@
+// The libtorch peer of W10/W11: the same models, loss and optimizer in PyTorch's C++ API, timed
+// the same way (first call, 2 warm-ups, 7 timed steps, median). Compiled only when libtorch-dev is
+// installed; kept in its own file because the torch headers are heavy.
+#include "Training.h"
+
+#include <torch/torch.h>
+
+namespace lazyjit::bench {
+
+namespace {
+
+struct CNNImpl : torch::nn::Module {
+  torch::nn::Conv2d c1{nullptr}, c2{nullptr}, c3{nullptr}, c4{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  torch::nn::Linear fc{nullptr};
+  CNNImpl() {
+    c1 = register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 5)));
+    c2 = register_module("c2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 32, 5)));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(32));
+    c3 = register_module("c3", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3)));
+    c4 = register_module("c4", torch::nn::Conv2d(torch::nn::Conv2dOptions(64, 64, 3)));
+    bn2 = register_module("bn2", torch::nn::BatchNorm2d(64));
+    fc = register_module("fc", torch::nn::Linear(576, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(bn1(torch::relu(c2(torch::relu(c1(x))))), 2);
+    x = torch::max_pool2d(bn2(torch::relu(c4(torch::relu(c3(x))))), 2);
+    return fc(x.flatten(1));
+  }
+};
+
+struct MLPImpl : torch::nn::Module {
+  torch::nn::Linear l1{nullptr}, l2{nullptr}, l3{nullptr};
+  MLPImpl() {
+    l1 = register_module("l1", torch::nn::Linear(784, 1024));
+    l2 = register_module("l2", torch::nn::Linear(1024, 1024));
+    l3 = register_module("l3", torch::nn::Linear(1024, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) { return l3(torch::relu(l2(torch::relu(l1(x))))); }
+};
+
+template <typename M> double timeSteps(M &model, const std::vector<int64_t> &inputShape, int batch, int threads) {
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  model.train();
+  torch::optim::Adam opt(model.parameters(), torch::optim::AdamOptions(1e-3));
+  torch::Tensor x = torch::rand(inputShape), y = torch::randint(0, 10, {batch}, torch::kLong);
+  Timing t = timeIt([&] {
+    opt.zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(model.forward(x), y);
+    loss.backward();
+    opt.step();
+    (void)loss.item<float>();
+  });
+  return t.median;
+}
+
+} // namespace
+
+double torchCnnStep(int batch, int threads) {
+  CNNImpl m;
+  return timeSteps(m, {batch, 1, 28, 28}, batch, threads);
+}
+
+double torchMlpStep(int batch, int threads) {
+  MLPImpl m;
+  return timeSteps(m, {batch, 784}, batch, threads);
+}
+
+} // namespace lazyjit::bench

@@ -1,0 +1,89 @@
+// W10 and W11: training steps through the public API, as examples/fashion_mnist.cpp runs them.
+#include "Training.h"
+#include "lazyjit/Runtime/ThreadPool.h"
+#include "lazyjit/lazyjit.h"
+
+namespace lazyjit::bench {
+
+namespace {
+
+struct CNN : nn::Module {
+  nn::Sequential layers{
+      nn::Conv2d(1, 32, {5}),  [](const Tensor &x) { return x.relu(); },
+      nn::Conv2d(32, 32, {5}), [](const Tensor &x) { return x.relu(); },
+      nn::BatchNorm2d(32),     [](const Tensor &x) { return x.maxPool2d(); },
+      nn::Conv2d(32, 64, {3}), [](const Tensor &x) { return x.relu(); },
+      nn::Conv2d(64, 64, {3}), [](const Tensor &x) { return x.relu(); },
+      nn::BatchNorm2d(64),     [](const Tensor &x) { return x.maxPool2d(); },
+      [](const Tensor &x) { return x.flatten(1); },
+      nn::Linear(576, 10)};
+  LAZYJIT_MODULE(layers)
+  Tensor operator()(Tensor x) const { return layers(std::move(x)); }
+};
+
+struct MLP : nn::Module {
+  nn::Linear l1{784, 1024}, l2{1024, 1024}, l3{1024, 10};
+  LAZYJIT_MODULE(l1, l2, l3)
+  Tensor operator()(Tensor xIn) const {
+    Tensor x = std::move(xIn);
+    return l3(l2(l1(x).relu()).relu());
+  }
+};
+
+template <typename Model>
+Result trainStep(const std::string &id, const std::string &name, Model &model, const Shape &inputShape, int batch,
+                 const std::string &device) {
+  Tensor::manualSeed(7);
+  nn::optim::LAMB opt = nn::optim::Adam(nn::getParameters(model), 1e-3);
+  Tensor x = Tensor::rand(inputShape, {std::nullopt, device}).realize();
+  Tensor y = Tensor::randint({batch}, 0, 10, {dtypes::int32, device}).realize();
+  int64_t kernels = 0;
+  double runSeconds = 0, wall = 0;
+  auto step = [&] {
+    int64_t k0 = globalCounters().kernelCount;
+    double r0 = globalCounters().runSeconds;
+    auto a = Clock::now();
+    Tensor::TrainingGuard train(true);
+    opt.zeroGrad();
+    Tensor loss = model(x).sparseCategoricalCrossentropy(y).backward();
+    opt.step();
+    loss.realize();
+    getDevice(device).synchronize();
+    wall = seconds(a, Clock::now());
+    kernels = globalCounters().kernelCount - k0;
+    runSeconds = globalCounters().runSeconds - r0;
+  };
+  Result r{id, name, "steps/s"};
+  r.t = timeIt(step);
+  r.rate = 1.0 / r.t.median;
+  r.kernels = static_cast<int>(kernels);
+  r.note = fmt::format("{:.1f} ms/step; graph building, autograd and scheduling {:.0f}% of the last step; OPT={}",
+                       r.t.median * 1e3, 100.0 * (wall - runSeconds) / wall, config().opt);
+  return r;
+}
+
+} // namespace
+
+Result benchW10(int batch, const std::string &device) {
+  Tensor::manualSeed(3);
+  CNN model;
+  Result r = trainStep("W10", "training step: Fashion-MNIST CNN, batch " + std::to_string(batch) + ", Adam", model,
+                       {batch, 1, 28, 28}, batch, device);
+#ifdef LAZYJIT_BENCH_TORCH
+  if (device == "CPU") r.vs["libtorch"] = torchCnnStep(batch, static_cast<int>(ThreadPool::global().size())) / r.t.median;
+#endif
+  return r;
+}
+
+Result benchW11(int batch, const std::string &device) {
+  Tensor::manualSeed(4);
+  MLP model;
+  Result r = trainStep("W11", "training step: W6 MLP 784-1024-1024-10, B=" + std::to_string(batch) + ", Adam",
+                       model, {batch, 784}, batch, device);
+#ifdef LAZYJIT_BENCH_TORCH
+  if (device == "CPU") r.vs["libtorch"] = torchMlpStep(batch, static_cast<int>(ThreadPool::global().size())) / r.t.median;
+#endif
+  return r;
+}
+
+} // namespace lazyjit::bench

@@ -1,0 +1,23 @@
+// The training workloads of lazyjit-bench: W10, one training step of the Fashion-MNIST example's
+// CNN (batch 512, Adam), and W11, one training step of the W6 MLP (Adam), each against the same
+// step in libtorch (PyTorch's C++ API) in the same process when it is installed.
+#pragma once
+
+#include "BenchUtil.h"
+
+#include <string>
+
+namespace lazyjit::bench {
+
+/// Steps per second, the kernels one step runs and the share of a step spent outside
+/// runSchedule (graph building, autograd and scheduling) go into the result.
+Result benchW10(int batch, const std::string &device);
+Result benchW11(int batch, const std::string &device);
+
+#ifdef LAZYJIT_BENCH_TORCH
+/// The same steps in libtorch on the CPU with `threads` threads: median seconds per step.
+double torchCnnStep(int batch, int threads);
+double torchMlpStep(int batch, int threads);
+#endif
+
+} // namespace lazyjit::bench
