@@ -82,7 +82,9 @@ void SGD::step() {
 
 LAMB::LAMB(std::vector<Tensor> ps, double lrValue, double b1_, double b2_, double eps_, double wd_, bool adam_)
     : Optimizer(std::move(ps), lrValue), b1(b1_), b2(b2_), eps(eps_), wd(wd_), adam(adam_),
-      t(Tensor::fromValues({0}, {1}, {std::nullopt, std::nullopt, false}).realize()) {
+      // on the parameters' device (the reference's is on the default device, so a model on
+      // another device could not take a step: b1 ** t would mix devices)
+      t(Tensor::fromValues({0}, {1}, {std::nullopt, device, false}).realize()) {
   for (const auto &p : params) m.push_back(Tensor::zeros(p.shape(), {std::nullopt, p.device(), false}));
   for (const auto &p : params) v.push_back(Tensor::zeros(p.shape(), {std::nullopt, p.device(), false}));
 }
