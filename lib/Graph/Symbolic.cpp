@@ -162,7 +162,7 @@ NodeRef genericMul(const NodeRef &self, const SInt &b) {
   if (pyEq(b, 0)) return numNode(0);
   if (pyEq(b, 1)) return self;
   if (self->isNum()) {
-    if (b.isInt()) return numNode(self->num * b.asInt());
+    if (b.isInt()) return numNode(checkedMul(self->num, b.asInt()));
     return nodeMul(b.node(), self->num);
   }
   if (isKind(b, NodeKind::Num)) return createNode(newMul(self, b.node()->num));
@@ -236,9 +236,9 @@ NodeRef sumFloorDiv(const NodeRef &self, const SInt &b, bool fa) {
     if (isKind(b, NodeKind::Sum)) {
       int64_t nu = 0, de = 0;
       for (const auto &x : self->flatComponents())
-        if (x->isNum()) nu += x->num;
+        if (x->isNum()) nu = checkedAdd(nu, x->num);
       for (const auto &x : b.node()->flatComponents())
-        if (x->isNum()) de += x->num;
+        if (x->isNum()) de = checkedAdd(de, x->num);
       if (nu > 0 && de != 0) {
         int64_t d = floorDiv(nu, de);
         if (d > 0) return asNode(SInt(numNode(d)) + floordiv(SInt(self) - b * d, b));
@@ -357,9 +357,9 @@ NodeRef sumMod(const NodeRef &self, const SInt &b) {
     if (isKind(b, NodeKind::Sum)) {
       int64_t nu = 0, de = 0;
       for (const auto &x : self->flatComponents())
-        if (x->isNum()) nu += x->num;
+        if (x->isNum()) nu = checkedAdd(nu, x->num);
       for (const auto &x : b.node()->flatComponents())
-        if (x->isNum()) de += x->num;
+        if (x->isNum()) de = checkedAdd(de, x->num);
       if (nu > 0 && de != 0) {
         int64_t d = floorDiv(nu, de);
         if (d > 0) return asNode(mod(SInt(self) - b * d, b));
@@ -698,7 +698,7 @@ NodeRef sumNodes(const std::vector<NodeRef> &in) {
   }
   for (const auto &x : flat) {
     if (x->isNum())
-      numSum += x->num;
+      numSum = checkedAdd(numSum, x->num);
     else if (x->kind == NodeKind::Mul)
       addTo(x->a, x->b);
     else
@@ -773,24 +773,24 @@ NodeRef rawSumNode(const std::vector<NodeRef> &nodes) {
 // ---- Python operators ------------------------------------------------------------------------------
 
 SInt operator+(const SInt &x, const SInt &y) {
-  if (x.isInt() && y.isInt()) return x.asInt() + y.asInt();
+  if (x.isInt() && y.isInt()) return checkedAdd(x.asInt(), y.asInt());
   if (x.isInt()) return nodeAdd(y.node(), x); // Node.__radd__
   return nodeAdd(x.node(), y);
 }
 
 SInt operator-(const SInt &x) {
-  if (x.isInt()) return -x.asInt();
+  if (x.isInt()) return checkedNeg(x.asInt());
   return nodeNeg(x.node());
 }
 
 SInt operator-(const SInt &x, const SInt &y) {
-  if (x.isInt() && y.isInt()) return x.asInt() - y.asInt();
+  if (x.isInt() && y.isInt()) return checkedSub(x.asInt(), y.asInt());
   if (x.isInt()) return nodeAdd(nodeNeg(y.node()), x); // Node.__rsub__: -self + b
   return nodeAdd(x.node(), -y);                        // Node.__sub__: self + -b
 }
 
 SInt operator*(const SInt &x, const SInt &y) {
-  if (x.isInt() && y.isInt()) return x.asInt() * y.asInt();
+  if (x.isInt() && y.isInt()) return checkedMul(x.asInt(), y.asInt());
   if (x.isInt()) return nodeMul(y.node(), x); // Node.__rmul__
   return nodeMul(x.node(), y);
 }
@@ -882,13 +882,13 @@ int64_t evalNode(const Node &n, const std::map<std::string, int64_t> &valuesByNa
     return it->second;
   }
   case NodeKind::Num: return n.num;
-  case NodeKind::Mul: return evalNode(*n.a, valuesByName) * ev(n.b);
+  case NodeKind::Mul: return checkedMul(evalNode(*n.a, valuesByName), ev(n.b));
   case NodeKind::Div: return floorDiv(evalNode(*n.a, valuesByName), ev(n.b));
   case NodeKind::Mod: return floorMod(evalNode(*n.a, valuesByName), ev(n.b));
   case NodeKind::Lt: return evalNode(*n.a, valuesByName) < ev(n.b) ? 1 : 0;
   case NodeKind::Sum: {
     int64_t s = 0;
-    for (const auto &x : n.nodes) s += evalNode(*x, valuesByName);
+    for (const auto &x : n.nodes) s = checkedAdd(s, evalNode(*x, valuesByName));
     return s;
   }
   case NodeKind::And: {
@@ -912,7 +912,7 @@ SInt prod(const Shape &s) {
 
 int64_t prodInt(const Shape &s) {
   int64_t p = 1;
-  for (const auto &x : s) p *= x.asInt();
+  for (const auto &x : s) p = checkedMul(p, x.asInt());
   return p;
 }
 

@@ -30,6 +30,20 @@ std::string fmtInts(const std::vector<int64_t> &v) {
   return out + ")";
 }
 
+std::string fmtSInt(const SInt &x) {
+  if (x.isInt()) return std::to_string(x.asInt());
+  // the DEBUG render without bound values: n[1-100=50] -> n[1-100]
+  std::string k = x.node()->key(), out;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (k[i] == '=') {
+      while (i + 1 < k.size() && k[i + 1] != ']') ++i;
+      continue;
+    }
+    out += k[i];
+  }
+  return out;
+}
+
 std::string describe(const Tensor &t) {
   return std::string(t.dtype().name()) + fmtShape(t.shape());
 }
@@ -73,16 +87,13 @@ Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device,
 }
 
 Index Index::of(const Tensor &t) {
-  Index ix{Kind::Tensor, 0, {}, {}, 1, nullptr};
+  Index ix{Kind::Tensor, 0, {}, {}, 1, nullptr, {}};
   LAZYJIT_USER_CHECK(t.defined(), Error, "getitem: the index is an undefined Tensor");
   ix.tensor = t.impl;
   return ix;
 }
 
-Index Index::of(const std::vector<int64_t> &values) {
-  std::vector<double> v(values.begin(), values.end());
-  return of(Tensor::fromValues(v, {static_cast<int64_t>(values.size())}, {dtypes::int32, std::nullopt, false}));
-}
+Index Index::of(const std::vector<int64_t> &values) { return {Kind::Tensor, 0, {}, {}, 1, nullptr, values}; }
 
 namespace {
 // The canonical name of the device an op creates a tensor on. An unknown or unavailable device is

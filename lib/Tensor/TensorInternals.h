@@ -13,6 +13,8 @@ namespace lazyjit {
 std::string describe(const Tensor &t);
 std::string fmtShape(const Shape &s);
 std::string fmtInts(const std::vector<int64_t> &v);
+/// A size in an error message: an int, or an expression with its variables' ranges (`n[1-100]`).
+std::string fmtSInt(const SInt &x);
 
 /// The element count of a concrete shape; throws ShapeError naming the op when it does not fit in
 /// 62 bits (Python's integers never overflow; lazyjit's int64 arithmetic must not either).

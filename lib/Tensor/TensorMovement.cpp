@@ -4,12 +4,21 @@
 #include "TensorInternals.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 
 namespace lazyjit {
 
 using TI = TensorInternals;
+
+namespace {
+// The least value a size may take over every value of its variables (its own value when it is an
+// int). A symbolic movement op must be valid for every value a variable may take, not only for the
+// bound one: a kernel is compiled once per AST and runs for every binding.
+SInt leastOf(const SInt &x) { return x.isInt() ? x : x.node()->min; }
+bool alwaysNonNegative(const SInt &x) { return truthy(ge(leastOf(x), 0)); }
+} // namespace
 
 Tensor Tensor::reshape(const Shape &newShape) const & {
   int minusOnes = 0;
@@ -39,9 +48,31 @@ Tensor Tensor::reshape(const Shape &newShape) const & {
     }
   }
   if (allInt(shape()) && allInt(resolved)) {
-    int64_t a = prodInt(shape()), b = prodInt(resolved);
+    int64_t a = checkedNumel("reshape", shape()), b = checkedNumel("reshape", resolved);
     LAZYJIT_USER_CHECK(a == b, ShapeError, "reshape: cannot reshape {} ({} elements) to {} ({} elements)",
                        describe(*this), a, fmtShape(resolved), b);
+  } else {
+    // symbolic: the element counts must be the same expression, so they agree for every value
+    for (const auto &d : resolved)
+      LAZYJIT_USER_CHECK(alwaysNonNegative(d), ShapeError, "reshape: dimension {} of {} may be negative",
+                         fmtSInt(d), fmtShape(resolved));
+    // symbolic: the element counts must be the same expression, so they agree for every value;
+    // a concrete tensor viewed with a bound variable (the reference's symbolic tests) must agree
+    // for the bound value, the only one its kernels run with
+    SInt a = prod(shape()), b = prod(resolved);
+    auto boundCount = [](const SInt &x) -> std::optional<int64_t> {
+      if (x.isInt()) return x.asInt();
+      std::map<std::string, int64_t> vals;
+      for (const auto &v : x.node()->vars()) {
+        if (!v->boundValue()) return std::nullopt;
+        vals[v->expr ? *v->expr : "None"] = *v->boundValue();
+      }
+      return symInfer(x, vals);
+    };
+    auto ca = boundCount(a), cb = boundCount(b);
+    LAZYJIT_USER_CHECK(pyEq(a, b) || (ca && cb && *ca == *cb), ShapeError,
+                       "reshape: cannot reshape {} ({} elements) to {} ({} elements): the counts may differ",
+                       describe(*this), fmtSInt(a), fmtShape(resolved), fmtSInt(b));
   }
   return mlReshape(*this, resolved);
 }
@@ -53,7 +84,7 @@ Tensor Tensor::expand(const Shape &arg) const & {
   Shape ns;
   for (size_t i = 0; i < arg.size(); ++i) {
     SInt x = pyEq(arg[i], -1) ? shape()[i] : arg[i];
-    LAZYJIT_USER_CHECK(pyEq(x, shape()[i]) || pyEq(shape()[i], 1), ShapeError,
+    LAZYJIT_USER_CHECK(pyEq(x, shape()[i]) || (pyEq(shape()[i], 1) && alwaysNonNegative(x)), ShapeError,
                        "expand: cannot expand {} to {}: dim {} has size {}, not 1", describe(*this),
                        fmtShape(arg), i, shape()[i].render());
     ns.push_back(x);
@@ -93,10 +124,20 @@ Tensor Tensor::shrink(const std::vector<std::optional<SIntPair>> &arg) const & {
       continue;
     }
     const auto &[b, e] = *arg[i];
-    LAZYJIT_USER_CHECK(truthy(lazyjit::le(0, b)) && truthy(lazyjit::le(b, e)) && truthy(lazyjit::le(e, shape()[i])), ShapeError,
-                       "shrink: bounds ({}, {}) are outside dim {} of {}", b.render(), e.render(), i,
-                       describe(*this));
-    any = any || !(pyEq(b, 0) && pyEq(e, shape()[i]));
+    const SInt &dim = shape()[i];
+    if (b.isInt() && e.isInt() && dim.isInt()) {
+      LAZYJIT_USER_CHECK(0 <= b.asInt() && b.asInt() <= e.asInt() && e.asInt() <= dim.asInt(), ShapeError,
+                         "shrink: bounds ({}, {}) are outside dim {} of {}", b.asInt(), e.asInt(), i,
+                         describe(*this));
+    } else {
+      LAZYJIT_USER_CHECK(alwaysNonNegative(b), ShapeError, "shrink: start {} of dim {} may be negative in {}",
+                         fmtSInt(b), i, describe(*this));
+      LAZYJIT_USER_CHECK(alwaysNonNegative(e - b), ShapeError, "shrink: start {} may exceed end {} in dim {} of {}",
+                         fmtSInt(b), fmtSInt(e), i, describe(*this));
+      LAZYJIT_USER_CHECK(alwaysNonNegative(dim - e), ShapeError, "shrink: end {} may exceed dimension {} of {}",
+                         fmtSInt(e), fmtSInt(dim), describe(*this));
+    }
+    any = any || !(pyEq(b, 0) && pyEq(e, dim));
     full.push_back(*arg[i]);
   }
   if (!any) return *this;
@@ -110,13 +151,23 @@ Tensor Tensor::pad(const std::vector<std::optional<SIntPair>> &arg, double value
   PadArg narg;
   for (const auto &p : arg) {
     SIntPair q = p ? *p : SIntPair(0, 0);
-    LAZYJIT_USER_CHECK(truthy(lazyjit::ge(q.first, 0)) && truthy(lazyjit::ge(q.second, 0)), ShapeError,
-                       "pad: negative padding ({}, {}) for {}", q.first.render(), q.second.render(),
+    LAZYJIT_USER_CHECK(alwaysNonNegative(q.first) && alwaysNonNegative(q.second), ShapeError,
+                       "pad: negative padding ({}, {}) for {}", fmtSInt(q.first), fmtSInt(q.second),
                        describe(*this));
     any = any || !(pyEq(q.first, 0) && pyEq(q.second, 0));
     narg.push_back(q);
   }
   if (!any) return *this;
+  Shape padded;
+  for (size_t i = 0; i < narg.size(); ++i) {
+    try {
+      padded.push_back(shape()[i] + narg[i].first + narg[i].second);
+    } catch (const ShapeError &) {
+      throw ShapeError(fmt::format("pad: padding ({}, {}) of dim {} of {} overflows the size", narg[i].first.render(),
+                                   narg[i].second.render(), i, describe(*this)));
+    }
+  }
+  checkedNumel("pad", padded);
   Tensor ret = mlPad(*this, narg);
   if (value == 0) return ret;
   return ret.add(mlPad(onesLike(), narg).where(0, value));
@@ -298,6 +349,12 @@ std::tuple<int64_t, int64_t, int64_t> sliceIndices(const Index &s, int64_t len) 
 Tensor Tensor::getitem(const std::vector<Index> &input) const & {
   // 1. indices normalization and validation
   std::vector<Index> indices = input;
+  // a list of ints is an int32 tensor on this tensor's device (the reference's Tensor(list, device=))
+  for (auto &ix : indices)
+    if (ix.kind == Index::Kind::Tensor && !ix.tensor) {
+      std::vector<double> v(ix.list.begin(), ix.list.end());
+      ix.tensor = TI::impl(Tensor::fromValues(v, {static_cast<int64_t>(v.size())}, {dtypes::int32, device(), false}));
+    }
   int ellipses = 0;
   size_t numSlices = 0;
   for (const auto &i : indices) {

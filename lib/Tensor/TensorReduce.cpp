@@ -139,6 +139,9 @@ Tensor Tensor::logSoftmax(int64_t axis) const & {
 
 Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const & {
   LAZYJIT_USER_CHECK(allInt(shape()), UnsupportedError, "argmax: symbolic shape {}", describe(*this));
+  bool empty = axis ? shape()[normAxis("argmax", *this, *axis)].asInt() == 0 : prodInt(shape()) == 0;
+  LAZYJIT_USER_CHECK(!empty, ShapeError, "argmax: {} has no elements to choose from{}", describe(*this),
+                     axis ? fmt::format(" along dim {}", *axis) : std::string());
   // The reference returns the float result of its arithmetic; lazyjit casts it to int32 (fused into
   // the same kernel) as PyTorch users expect an integer index.
   if (!axis) {
@@ -163,6 +166,11 @@ Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const & {
 
 Tensor Tensor::argmin(std::optional<int64_t> axis, bool keepdim) const & {
   if (axis) normAxis("argmin", *this, *axis);
+  if (allInt(shape())) {
+    bool empty = axis ? shape()[normAxis("argmin", *this, *axis)].asInt() == 0 : prodInt(shape()) == 0;
+    LAZYJIT_USER_CHECK(!empty, ShapeError, "argmin: {} has no elements to choose from{}", describe(*this),
+                       axis ? fmt::format(" along dim {}", *axis) : std::string());
+  }
   return reverseOrder(*this).argmax(axis, keepdim);
 }
 
@@ -598,7 +606,9 @@ Tensor Tensor::batchnorm(std::optional<Tensor> weightIn, std::optional<Tensor> b
 }
 
 Tensor Tensor::dropout(double p) const & {
+  LAZYJIT_USER_CHECK(p >= 0 && p <= 1, ShapeError, "dropout: probability {} is outside [0, 1]", p);
   if (!training || p == 0) return *this;
+  if (p == 1) return mul(0); // the reference divides by 1 - p = 0 (Python raises); PyTorch gives 0s
   Tensor mask = Tensor::rand(shape(), {std::nullopt, device(), false}).ge(p).cast(dtypes::boolean);
   return mul(mask).mul(1 / (1.0 - p));
 }

@@ -401,3 +401,44 @@ TEST_CASE("Tensor errors: creation functions") {
                          Contains("from data: 4 bytes do not fill int16[3]"), ShapeError);
   }
 }
+
+TEST_CASE("Tensor errors: symbolic movement ops must hold for every value of their variables") {
+  NodeRef n = Variable("n", 1, 100);
+  Tensor a = Tensor::arange(10);
+  // valid for the bound value, not for every value n may take
+  CHECK_THROWS_WITH_AS(a.shrink({SIntPair(SInt(0), SInt(n->bind(5)))}),
+                       "shrink: end n[1-100] may exceed dimension 10 of float32[10]", ShapeError);
+  NodeRef m = Variable("m", 1, 100);
+  CHECK_THROWS_WITH_AS(a.shrink({SIntPair(SInt(m->bind(3)), SInt(2))}),
+                       "shrink: start m[1-100] may exceed end 2 in dim 0 of float32[10]", ShapeError);
+  NodeRef k = Variable("k", 0, 8);
+  Tensor ok = a.shrink({SIntPair(SInt(k->bind(2)), SInt(k) + 2)}); // k + 2 <= 10 always
+  CHECK(ok.shape()[0] == SInt(2));
+  NodeRef r = Variable("r", 1, 10);
+  CHECK_THROWS_WITH_AS(Tensor::empty({4, 6}).reshape({SInt(r->bind(4)), 3}),
+                       Contains("reshape: cannot reshape float32[4, 6] (24 elements) to [r, 3] ((r[1-10]*3) elements)"),
+                       ShapeError);
+  // shape arithmetic that overflows 64 bits is an error naming the op, not a wrapped size
+  CHECK_THROWS_WITH_AS(Tensor::arange(4).pad({SIntPair(INT64_MAX, INT64_MAX)}),
+                       "pad: padding (9223372036854775807, 9223372036854775807) of dim 0 of float32[4] overflows the size",
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(SInt(Variable("v", 1, 10)) * SInt(int64_t(1) << 62),
+                       "shape arithmetic overflows 64 bits: 10 * 4611686018427387904", ShapeError);
+  CHECK_THROWS_WITH_AS(Tensor::empty({1 << 20}).reshape({-1, 1}).expand({-1, int64_t(1) << 45}),
+                       Contains("expand: shape [1048576, 35184372088832] has too many elements"), ShapeError);
+  // binding outside the range
+  CHECK_THROWS_WITH_AS(Variable("w", 1, 10)->bind(11), "cannot bind 11 to w[1-10]: out of range", Error);
+}
+
+TEST_CASE("Tensor errors: dropout probability and argmax of nothing") {
+  Tensor::TrainingGuard train(true);
+  Tensor x = Tensor::ones({3});
+  CHECK_THROWS_WITH_AS(x.dropout(1.5), "dropout: probability 1.5 is outside [0, 1]", ShapeError);
+  CHECK_THROWS_WITH_AS(x.dropout(-0.1), "dropout: probability -0.1 is outside [0, 1]", ShapeError);
+  CHECK(x.dropout(1).toVector<float>() == std::vector<float>{0, 0, 0});
+  CHECK_THROWS_WITH_AS(Tensor::empty({0}).argmax(), "argmax: float32[0] has no elements to choose from", ShapeError);
+  CHECK_THROWS_WITH_AS(Tensor::empty({2, 0}).argmax(1), "argmax: float32[2, 0] has no elements to choose from along dim 1",
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(Tensor::empty({0, 3}).argmin(), "argmin: float32[0, 3] has no elements to choose from", ShapeError);
+  CHECK(Tensor::empty({0, 3}).argmax(1).shape() == Shape{0}); // nothing to reduce over is fine per row
+}

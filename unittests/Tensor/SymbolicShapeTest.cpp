@@ -91,13 +91,17 @@ TEST_CASE("Tensor symbolic: cat along a symbolic dim, two variables, symbolic sh
             for (int64_t k = 0; k < 3; ++k) em[r * j + q] += a[r * 3 + k] * w[k * j + q];
         expectValues(m.reshape({i, j}), {i, j}, em, {1e-5, 1e-6});
       }
-      // shrink((3, 5), (i, i + 2)) of a concrete (7, 11) tensor
-      Vals x = iotaVals(77);
+      // shrink((3, 5), (i, i + 2)) of a concrete (7, 12) tensor: i + 2 <= 12 for every i in [1, 10]
+      Vals x = iotaVals(84);
       SInt vi = bound("i", i);
-      Tensor s = make(x, {7, 11}, dev).shrink({SIntPair(3, 5), SIntPair(vi, vi + 2)});
+      Tensor s = make(x, {7, 12}, dev).shrink({SIntPair(3, 5), SIntPair(vi, vi + 2)});
+      // on 11 columns, i = 10 would read past the end, whatever i is bound to now
+      CHECK_THROWS_WITH_AS(make(x, {7, 12}, dev).shrink({SIntPair(3, 5), SIntPair(0, 11)})
+                               .shrink({std::nullopt, SIntPair(vi, vi + 2)}),
+                           "shrink: end (2+i[1-10]) may exceed dimension 11 of float32[2, 11]", ShapeError);
       Vals expected;
       for (int64_t r = 3; r < 5; ++r)
-        for (int64_t c = i; c < i + 2; ++c) expected.push_back(x[r * 11 + c]);
+        for (int64_t c = i; c < i + 2; ++c) expected.push_back(x[r * 12 + c]);
       expectExact(s.contiguous(), {2, 2}, expected);
     }
   }

@@ -42,16 +42,18 @@ struct Index {
   int64_t i = 0;
   std::optional<int64_t> start, stop;
   int64_t step = 1;
-  /// For Kind::Tensor: the integer index tensor (negative values count from the end).
+  /// For Kind::Tensor: the integer index tensor (negative values count from the end), or, when
+  /// null, `list` (made an int32 tensor on the indexed tensor's device).
   std::shared_ptr<TensorImpl> tensor;
+  std::vector<int64_t> list;
 
-  static Index at(int64_t i) { return {Kind::Int, i, {}, {}, 1, nullptr}; }
+  static Index at(int64_t i) { return {Kind::Int, i, {}, {}, 1, nullptr, {}}; }
   static Index range(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step = 1) {
-    return {Kind::Slice, 0, start, stop, step, nullptr};
+    return {Kind::Slice, 0, start, stop, step, nullptr, {}};
   }
   static Index all() { return {}; }
-  static Index newAxis() { return {Kind::NewAxis, 0, {}, {}, 1, nullptr}; }
-  static Index ellipsis() { return {Kind::Ellipsis, 0, {}, {}, 1, nullptr}; }
+  static Index newAxis() { return {Kind::NewAxis, 0, {}, {}, 1, nullptr, {}}; }
+  static Index ellipsis() { return {Kind::Ellipsis, 0, {}, {}, 1, nullptr, {}}; }
   /// An integer tensor index (advanced indexing, the reference's fancy index).
   static Index of(const Tensor &t);
   /// A list of ints, as Python's `x[[1, 2]]`: an int32 tensor index.
