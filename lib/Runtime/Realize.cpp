@@ -96,6 +96,22 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     } else {
       std::vector<Buffer *> bufs{dst.get()};
       for (const auto &x : si.inputs) bufs.push_back(x->realized().get());
+      // LAZYJIT_VERIFY_AST: every access of the kernel is proven inside the buffers it is given,
+      // for the variable values it runs with
+      if (config().verifyAst) {
+        std::map<int, int64_t> sizes;
+        for (size_t b = 0; b < bufs.size(); ++b) sizes[static_cast<int>(b)] = bufs[b]->size();
+        VarRanges ranges;
+        for (const auto &[name, vv] : si.varVals) ranges[name] = {vv.second, vv.second};
+        try {
+          verifyAstBounds(*si.ast, sizes, ranges);
+        } catch (const InternalError &) {
+          throw;
+        } catch (const Error &e) {
+          LAZYJIT_INTERNAL_CHECK(false, "runSchedule: the scheduler produced a kernel that fails its bounds "
+                                        "proof: {}\n{}", e.what(), printAst(*si.ast));
+        }
+      }
       prg->run(bufs, si.varVals);
       ++stats.kernels;
       ++globalCounters().kernelCount;

@@ -2,6 +2,9 @@
 // checks the rules listed in Verifier.h.
 #include "lazyjit/Schedule/Verifier.h"
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/Math.h"
+
+#include <algorithm>
 
 #include <map>
 #include <unordered_map>
@@ -11,6 +14,15 @@ namespace lazyjit {
 namespace {
 
 [[noreturn]] void reject(const std::string &msg) { throw Error("verifyAst: " + msg); }
+
+// View.create's contiguous: no offset, no mask, and row-major strides (0 for size-1 dims)
+bool isContiguousLayout(const View &v) {
+  if (!pyEq(v.offset, 0) || v.mask) return false;
+  Shape want = stridesForShape(v.shape);
+  for (size_t i = 0; i < v.shape.size(); ++i)
+    if (!pyEq(v.strides[i], want[i])) return false;
+  return true;
+}
 
 class Verifier {
 public:
@@ -37,6 +49,19 @@ private:
 
   void checkSt(const LazyOp &op, const ShapeTracker &st) {
     if (st.views.empty()) reject(fmt::format("{} has a ShapeTracker without views", opName(op.op)));
+    for (const View &v : st.views) {
+      for (const auto &d : v.shape)
+        if (d.isInt() ? d.asInt() < 0 : truthy(lt(d.node()->min, 0)))
+          reject(fmt::format("{} has a negative dimension in {}", opName(op.op), v.repr()));
+      if (v.strides.size() != v.shape.size() || (v.mask && v.mask->size() != v.shape.size()))
+        reject(fmt::format("{}: {} has {} strides and {} mask pairs for {} dims", opName(op.op), v.repr(),
+                           v.strides.size(), v.mask ? v.mask->size() : 0, v.shape.size()));
+      if (v.contiguous != isContiguousLayout(v))
+        reject(fmt::format("{}: {} is marked contiguous={} but its strides, offset and mask {} the "
+                           "contiguous layout of its shape",
+                           opName(op.op), v.repr(), v.contiguous ? "True" : "False",
+                           v.contiguous ? "are not" : "are"));
+    }
     int r = static_cast<int>(st.shape().size());
     if (rank < 0) rank = r;
     if (r != rank)
@@ -115,8 +140,128 @@ private:
   }
 };
 
+// ---- bounds ------------------------------------------------------------------------------------
+
+struct Interval {
+  int64_t lo, hi;
+};
+
+Interval rangeOf(const SInt &x, const VarRanges &r);
+
+Interval rangeOfNode(const Node &n, const VarRanges &r) {
+  auto mulI = [](Interval a, Interval b) {
+    int64_t c[4] = {checkedMul(a.lo, b.lo), checkedMul(a.lo, b.hi), checkedMul(a.hi, b.lo), checkedMul(a.hi, b.hi)};
+    return Interval{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+  };
+  switch (n.kind) {
+  case NodeKind::Num: return {n.num, n.num};
+  case NodeKind::Variable: {
+    if (auto it = r.find(n.expr ? *n.expr : "None"); it != r.end()) return {it->second.first, it->second.second};
+    return {rangeOf(n.min, r).lo, rangeOf(n.max, r).hi};
+  }
+  case NodeKind::Mul: return mulI(rangeOfNode(*n.a, r), rangeOf(n.b, r));
+  case NodeKind::Sum: {
+    Interval acc{0, 0};
+    for (const auto &x : n.nodes) {
+      Interval t = rangeOfNode(*x, r);
+      acc = {checkedAdd(acc.lo, t.lo), checkedAdd(acc.hi, t.hi)};
+    }
+    return acc;
+  }
+  case NodeKind::Div:
+  case NodeKind::Mod: {
+    Interval a = rangeOfNode(*n.a, r), b = rangeOf(n.b, r);
+    if (b.lo <= 0) reject(fmt::format("{} divides by a value that may be 0 or negative", n.render()));
+    if (n.kind == NodeKind::Mod) return {0, b.hi - 1};
+    return {std::min(floorDiv(a.lo, b.lo), floorDiv(a.lo, b.hi)), std::max(floorDiv(a.hi, b.lo), floorDiv(a.hi, b.hi))};
+  }
+  case NodeKind::Lt:
+  case NodeKind::And: return {0, 1};
+  }
+  return {0, 0};
+}
+
+Interval rangeOf(const SInt &x, const VarRanges &r) {
+  if (x.isInt()) return {x.asInt(), x.asInt()};
+  return rangeOfNode(*x.node(), r);
+}
+
+// [lo, hi] of offset + sum(stride_i * x_i) over the coordinates a view may touch: each x_i within
+// [0, dim) and, with a mask, within the mask's range (lo > hi when the view touches nothing)
+Interval viewRange(const View &v, const VarRanges &r) {
+  Interval acc = rangeOf(v.offset, r);
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    int64_t xlo = 0, xhi = checkedSub(rangeOf(v.shape[i], r).hi, 1);
+    if (v.mask) {
+      xlo = std::max(xlo, rangeOf((*v.mask)[i].first, r).lo);
+      xhi = std::min(xhi, checkedSub(rangeOf((*v.mask)[i].second, r).hi, 1));
+    }
+    if (xlo > xhi) return {0, -1};
+    Interval s = rangeOf(v.strides[i], r);
+    int64_t c[4] = {checkedMul(s.lo, xlo), checkedMul(s.lo, xhi), checkedMul(s.hi, xlo), checkedMul(s.hi, xhi)};
+    acc = {checkedAdd(acc.lo, *std::min_element(c, c + 4)), checkedAdd(acc.hi, *std::max_element(c, c + 4))};
+  }
+  return acc;
+}
+
 } // namespace
 
 void verifyAst(const LazyOp &ast) { Verifier().run(ast); }
+
+VarRanges declaredRanges(const LazyOp &ast) {
+  VarRanges out;
+  for (const auto &v : varsFromAst(ast)) {
+    VarRanges none;
+    out[v->expr ? *v->expr : "None"] = {rangeOf(v->min, none).lo, rangeOf(v->max, none).hi};
+  }
+  return out;
+}
+
+std::pair<int64_t, int64_t> accessRange(const ShapeTracker &st, const VarRanges &ranges) {
+  try {
+    Interval r = viewRange(st.views.back(), ranges);
+    for (size_t k = st.views.size() - 1; k-- > 0;) {
+      if (r.lo > r.hi) return {0, -1};
+      if (r.lo < 0)
+        reject(fmt::format("view {} may give the view below it the negative element index {}",
+                           st.views[k + 1].repr(), r.lo));
+      r = viewRange(st.views[k], ranges);
+    }
+    return {r.lo, r.hi};
+  } catch (const ShapeError &e) {
+    reject(fmt::format("the index arithmetic of {} may overflow: {}", st.views.back().repr(), e.what()));
+  }
+}
+
+std::map<int, int64_t> requiredSizes(const LazyOp &ast, const VarRanges &ranges) {
+  std::map<int, int64_t> out;
+  for (const LazyOp *x : ast.lazyops()) {
+    if (x->op != Op::Load && x->op != Op::Store) continue;
+    const MemBuffer &mb = x->memBuffer();
+    auto [lo, hi] = accessRange(mb.st, ranges);
+    if (lo <= hi && lo < 0)
+      reject(fmt::format("{} of buffer {} may access the negative element index {} (views {})", opName(x->op),
+                         mb.idx, lo, mb.st.repr()));
+    int64_t need = lo > hi ? 0 : checkedAdd(hi, 1);
+    auto [it, fresh] = out.emplace(mb.idx, need);
+    if (!fresh) it->second = std::max(it->second, need);
+  }
+  return out;
+}
+
+void verifyAstBounds(const LazyOp &ast, const std::map<int, int64_t> &sizes, const VarRanges &ranges) {
+  verifyAst(ast);
+  for (const LazyOp *x : ast.lazyops()) {
+    if (x->op != Op::Load && x->op != Op::Store) continue;
+    const MemBuffer &mb = x->memBuffer();
+    auto [lo, hi] = accessRange(mb.st, ranges);
+    if (lo > hi) continue;
+    auto it = sizes.find(mb.idx);
+    int64_t size = it == sizes.end() ? 0 : it->second;
+    if (lo < 0 || hi >= size)
+      reject(fmt::format("{} of buffer {} may access elements {}..{} outside its {} elements (views {})",
+                         opName(x->op), mb.idx, lo, hi, size, mb.st.repr()));
+  }
+}
 
 } // namespace lazyjit

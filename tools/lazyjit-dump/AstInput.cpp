@@ -8,6 +8,7 @@
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Verifier.h"
+#include "lazyjit/Support/Math.h"
 
 #include <cstring>
 #include <map>
@@ -62,22 +63,22 @@ KernelRun prepare(const LazyOp &ast, const std::string &device) {
     r.vars.emplace(name, std::make_pair(v, val));
     values.emplace(name, val);
   }
-  // buffer sizes: the largest extent any LOAD of an index touches; the STORE's own extent
-  std::map<int, std::pair<DType, int64_t>> inputs;
-  for (const LazyOp *x : ast.lazyops()) {
-    if (x->op != Op::Load) continue;
-    const MemBuffer &mb = x->memBuffer();
-    auto &slot = inputs.try_emplace(mb.idx, mb.dtype, 0).first->second;
-    slot.second = std::max(slot.second, mb.st.size());
-  }
+  // buffer sizes come from the bounds proof over every value of the variables (verified before)
+  std::map<int, int64_t> sizes = requiredSizes(ast, declaredRanges(ast));
+  std::map<int, DType> dtypes;
+  for (const LazyOp *x : ast.lazyops())
+    if (x->op == Op::Load) dtypes.emplace(x->memBuffer().idx, x->memBuffer().dtype);
   const MemBuffer &out = ast.memBuffer();
   for (const auto &d : out.st.shape()) r.outShape.push_back(symInfer(d, values));
-  r.bufs.push_back(
-      std::make_shared<Buffer>(device, std::max<int64_t>(out.st.size(), 1), out.dtype));
+  auto alloc = [&](int64_t n, DType dt) {
+    LAZYJIT_USER_CHECK(static_cast<double>(n) * dt.itemsize() < 0x1p40, Error,
+                       "--input=ast: a buffer of {} {} elements is too large to run", n, dt.name());
+    return std::make_shared<Buffer>(device, std::max<int64_t>(n, 1), dt);
+  };
+  r.bufs.push_back(alloc(sizes[0], out.dtype));
   fillPattern(*r.bufs[0], 0);
-  for (const auto &[idx, info] : inputs) {
-    r.bufs.push_back(
-        std::make_shared<Buffer>(device, std::max<int64_t>(info.second, 1), info.first));
+  for (const auto &[idx, dt] : dtypes) {
+    r.bufs.push_back(alloc(sizes[idx], dt));
     fillPattern(*r.bufs.back(), idx);
   }
   return r;
@@ -94,6 +95,7 @@ int runAstInput(const std::string &text, const std::string &file, DumpOptions &o
   for (size_t i = 0; i < ctx.asts.size(); ++i) {
     try {
       verifyAst(*ctx.asts[i]);
+      requiredSizes(*ctx.asts[i], declaredRanges(*ctx.asts[i])); // the bounds proof
     } catch (const InternalError &) {
       throw;
     } catch (const Error &e) {
@@ -128,8 +130,9 @@ int runAstInput(const std::string &text, const std::string &file, DumpOptions &o
       std::vector<uint8_t> bytes(r.bufs[0]->nbytes());
       r.bufs[0]->copyOut(bytes.data(), bytes.size());
       int64_t count = 1;
-      for (int64_t d : r.outShape) count *= d;
-      if (!ast->memBuffer().st.contiguous()) count = r.bufs[0]->size();
+      for (int64_t d : r.outShape) count = checkedMul(count, d);
+      // print what the output holds: its shape when contiguous, never more than the buffer
+      if (!ast->memBuffer().st.contiguous() || count > r.bufs[0]->size()) count = r.bufs[0]->size();
       out << "kernel" << i << " " << describeShape(dt, r.outShape) << "\n";
       printValues(out, bytes, dt, static_cast<size_t>(count));
     }

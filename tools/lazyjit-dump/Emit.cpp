@@ -365,6 +365,7 @@ double elementAsDouble(const uint8_t *bytes, DType dt, size_t i) {
 }
 
 void printValues(std::ostream &out, const std::vector<uint8_t> &bytes, DType dt, size_t count) {
+  count = std::min(count, bytes.size() / static_cast<size_t>(dt.itemsize())); // only what the buffer holds
   std::string line;
   dispatchDType(dt, [&]<typename T>() {
     for (size_t i = 0; i < count; ++i) {
