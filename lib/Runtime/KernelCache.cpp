@@ -10,6 +10,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace lazyjit {
@@ -54,12 +57,44 @@ std::string DiskCache::pathFor(const std::string &key) const {
   return fmt::format("{}/{:016x}{:016x}.bin", dir, a, b);
 }
 
+namespace {
+// Entries are regular files of bounded size; anything else under an entry's name (a directory, a
+// FIFO that would block, a symlink to /dev/zero that reads without end) is a miss.
+constexpr off_t kMaxEntryBytes = off_t(1) << 30;
+
+std::optional<std::string> readEntry(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat sb;
+  if (::fstat(fd, &sb) != 0) return std::nullopt;
+  if (!S_ISREG(sb.st_mode)) {
+    LAZYJIT_LOG(Runtime, 2, "kernel cache: {} is not a regular file; treated as a miss", path);
+    return std::nullopt;
+  }
+  if (sb.st_size > kMaxEntryBytes) return std::nullopt;
+  std::string data(static_cast<size_t>(sb.st_size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t got = ::read(fd, data.data() + done, data.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    done += static_cast<size_t>(got);
+  }
+  data.resize(done); // a file that shrank while read is caught by the length and checksum checks
+  return data;
+}
+} // namespace
+
 std::optional<std::vector<uint8_t>> DiskCache::load(const std::string &key) {
   if (!enabled_) return std::nullopt;
   std::string path = pathFor(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::optional<std::string> entry = readEntry(path);
+  if (!entry) return std::nullopt;
+  std::string &data = *entry;
   auto corrupt = [&](const char *what) -> std::optional<std::vector<uint8_t>> {
     logger(Stage::Runtime).warn("kernel cache: {} is corrupt ({}); recompiling", path, what);
     std::error_code ec;

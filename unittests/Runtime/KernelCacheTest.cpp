@@ -11,6 +11,7 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -119,5 +120,46 @@ TEST_CASE("KernelCache: entries are verified against their key") {
   c.store("key-a", payload);
   CHECK(c.load("key-a") == payload);
   CHECK_FALSE(c.load("key-b").has_value());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCache: an entry that is not a regular file is a miss, never a hang or a crash") {
+  fs::path dir = freshDir("special");
+  lazyjit::DiskCache c(dir.string());
+  REQUIRE(c.enabled());
+  std::vector<uint8_t> payload{9, 8, 7};
+  // find the entry paths: store, then replace each file with something odd
+  c.store("dir-key", payload);
+  c.store("fifo-key", payload);
+  c.store("zero-key", payload);
+  c.store("link-key", payload);
+  std::vector<fs::path> entries;
+  for (const auto &e : fs::directory_iterator(dir)) entries.push_back(e.path());
+  REQUIRE(entries.size() == 4);
+  auto entryFor = [&](const std::string &key) {
+    for (const auto &p : entries) {
+      lazyjit::DiskCache probe(dir.string());
+      fs::path moved = p.string() + ".away";
+      fs::rename(p, moved);
+      bool gone = !probe.load(key).has_value();
+      fs::rename(moved, p);
+      if (gone) return p;
+    }
+    FAIL("no entry for " << key);
+    return fs::path();
+  };
+  fs::path d = entryFor("dir-key"), f = entryFor("fifo-key"), z = entryFor("zero-key"), l = entryFor("link-key");
+  fs::remove(d);
+  fs::create_directory(d);
+  fs::remove(f);
+  REQUIRE(mkfifo(f.c_str(), 0600) == 0); // reading it would block forever
+  fs::remove(z);
+  fs::create_symlink("/dev/zero", z); // reading it would never end
+  fs::remove(l);
+  fs::create_symlink(dir / "elsewhere", l);
+  CHECK_FALSE(c.load("dir-key").has_value());
+  CHECK_FALSE(c.load("fifo-key").has_value());
+  CHECK_FALSE(c.load("zero-key").has_value());
+  CHECK_FALSE(c.load("link-key").has_value());
   fs::remove_all(dir);
 }
