@@ -525,6 +525,11 @@ int main(int argc, char **argv) {
         js << "}}" << (i + 1 < results.size() ? "," : "") << "\n";
       }
       js << "]}\n";
+      js.flush();
+      if (!js) {
+        std::fprintf(stderr, "lazyjit-bench: error: cannot write %s\n", jsonPath.c_str());
+        return 1;
+      }
     }
     return 0;
   } catch (const Error &e) {

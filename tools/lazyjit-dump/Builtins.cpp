@@ -7,6 +7,7 @@
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Support/Error.h"
 
+#include <cstring>
 #include <map>
 
 namespace lazyjit::script {
@@ -106,19 +107,23 @@ const std::map<std::string_view, CreatorFn> &creators() {
 #undef CREATOR
 #undef SHAPED
 
-// Tensor(data): a number or a nested list of numbers.
-void flattenData(const Value &v, size_t depth, std::vector<double> &out, Shape &shape) {
+// Tensor(data): a number or a nested list of numbers. Integers are also kept exactly (a double
+// holds them only up to 2^53).
+void flattenData(const Value &v, size_t depth, std::vector<double> &out, Shape &shape,
+                 std::vector<int64_t> &ints, bool &allInt) {
   if (v.is<SeqV>()) {
     const auto &items = v.as<SeqV>().items;
     if (shape.size() == depth)
       shape.push_back(static_cast<int64_t>(items.size()));
     else if (shape[depth] != SInt(static_cast<int64_t>(items.size())))
       throw Error("Tensor(): the nested lists have different lengths");
-    for (const auto &x : items) flattenData(x, depth + 1, out, shape);
+    for (const auto &x : items) flattenData(x, depth + 1, out, shape, ints, allInt);
     return;
   }
   if (depth != shape.size()) throw Error("Tensor(): the nested lists have different depths");
   out.push_back(toDouble(v, "Tensor() data"));
+  allInt = allInt && (v.is<int64_t>() || v.is<bool>());
+  ints.push_back(v.is<int64_t>() ? v.as<int64_t>() : v.is<bool>() ? int64_t(v.as<bool>()) : 0);
 }
 
 Value makeTensor(CallArgs &a) {
@@ -137,10 +142,27 @@ Value makeTensor(CallArgs &a) {
   if (data.is<Tensor>()) return data;
   if (data.isNumber()) return Tensor::scalar(toDouble(data, "data"), o);
   std::vector<double> flat;
+  std::vector<int64_t> ints;
+  bool allInt = true;
   Shape shape;
-  flattenData(data, 0, flat, shape);
+  flattenData(data, 0, flat, shape, ints, allInt);
   if (static_cast<int64_t>(flat.size()) != prodInt(shape))
     throw Error("Tensor(): the nested lists are ragged");
+  if (allInt && o.dtype && o.dtype->isInt() && !ints.empty()) {
+    // exact integers, wrapped into narrower dtypes as numpy's astype does, converted on the host
+    DType dt = *o.dtype;
+    std::vector<uint8_t> bytes(ints.size() * static_cast<size_t>(dt.itemsize()));
+    dispatchDType(dt, [&]<typename T>() {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+        for (size_t i = 0; i < ints.size(); ++i) {
+          T x = static_cast<T>(ints[i]);
+          std::memcpy(bytes.data() + i * sizeof(T), &x, sizeof(T));
+        }
+    });
+    Tensor t = Tensor::fromBytes(bytes.data(), bytes.size(), shape, dt, o.device);
+    t.setRequiresGrad(o.requiresGrad);
+    return t;
+  }
   return Tensor::fromValues(flat, shape, o);
 }
 

@@ -15,6 +15,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -180,6 +182,13 @@ int runTool(int argc, char **argv) {
   int rc =
       isAst ? tool::runAstInput(text, name, inv.dump, *out) : runScript(text, name, inv.dump, *out);
   out->flush();
+  if (!*out) {
+    int err = errno;
+    throw ToolError(fmt::format("lazyjit-dump: error: cannot write the output to {}: {}",
+                                inv.outFile.empty() ? "standard output" : "'" + inv.outFile + "'",
+                                err ? std::strerror(err) : "write failed"),
+                    1);
+  }
   return rc;
 }
 
@@ -238,5 +247,9 @@ int main(int argc, char **argv) {
   pthread_join(thread, nullptr);
   pthread_attr_destroy(&attr);
   std::cout.flush();
+  if (!std::cout && args.rc == 0) {
+    std::cerr << "lazyjit-dump: error: cannot write the output to standard output\n";
+    return 1;
+  }
   return args.rc;
 }
