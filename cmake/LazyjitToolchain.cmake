@@ -19,3 +19,12 @@ if(LAZYJIT_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# LAZYJIT_FUZZ (clang only): every library is instrumented for libFuzzer's coverage; the targets in
+# fuzz/ link the fuzzer runtime. Combined with LAZYJIT_SANITIZE in the `fuzz` preset.
+if(LAZYJIT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "LAZYJIT_FUZZ needs clang (the fuzz preset uses clang++-19)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

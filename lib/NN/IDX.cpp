@@ -82,13 +82,21 @@ Tensor loadIDX(const std::string &path, const std::optional<std::string> &device
   }
   size_t itemsize = static_cast<size_t>(type->dtype.itemsize());
   size_t bytes = static_cast<size_t>(count) * itemsize;
+  // read in chunks: a header may announce far more data than the file holds, and that must be a
+  // "truncated" error, not an allocation of the announced size
   std::vector<uint8_t> data;
-  try {
-    data.resize(bytes);
-  } catch (const std::bad_alloc &) {
-    fail(path, fmt::format("out of memory for {} bytes of data", bytes));
+  got = 0;
+  while (got < bytes) {
+    size_t chunk = std::min<size_t>(bytes - got, size_t(16) << 20);
+    try {
+      data.resize(got + chunk);
+    } catch (const std::bad_alloc &) {
+      fail(path, fmt::format("out of memory for {} bytes of data", bytes));
+    }
+    size_t n = readSome(f.get(), path, data.data() + got, chunk);
+    got += n;
+    if (n < chunk) break;
   }
-  got = readSome(f.get(), path, data.data(), bytes);
   if (got < bytes)
     fail(path, fmt::format("truncated: {} of the {} bytes of {} data ({} values)", got, bytes, type->name, count));
   uint8_t extra;

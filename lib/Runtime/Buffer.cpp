@@ -1,5 +1,6 @@
 // Buffers: allocation through the device allocator and copies across devices.
 #include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
 
 #include <atomic>
@@ -19,6 +20,10 @@ int64_t bufferBytesInUse() { return bytesInUse().load(std::memory_order_relaxed)
 Buffer::Buffer(const std::string &device, int64_t size, DType dtype)
     : device_(device), size_(size), dtype_(dtype) {
   LAZYJIT_USER_CHECK(size >= 0, Error, "buffer: negative size {}", size);
+  int64_t limit = config().maxBufferBytes;
+  LAZYJIT_USER_CHECK(limit == 0 || static_cast<double>(size) * dtype.itemsize() <= static_cast<double>(limit),
+                     DeviceError, "buffer: {} elements of {} exceed LAZYJIT_MAX_BUFFER_BYTES={}", size, dtype.name(),
+                     limit);
   alloc_ = &getDevice(device).allocator();
   ptr_ = alloc_->alloc(nbytes());
   bytesInUse().fetch_add(static_cast<int64_t>(nbytes()), std::memory_order_relaxed);

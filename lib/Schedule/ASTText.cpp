@@ -284,6 +284,13 @@ public:
     }
     skipSpaces();
     expect(")", "to close the symbolic expression");
+    // the simplifier folds every node whose bounds meet into its value (create_node), and the
+    // rest of lazyjit relies on it: a printed node never has them, so a parsed one must not
+    if (!truthy(le(result->min, result->max)))
+      errorAt(start, "symbolic expression with an empty range (min > max)");
+    if (pyEq(result->min, result->max))
+      errorAt(start, fmt::format("symbolic expression always equals {}; write the integer",
+                                 result->min.render()));
     return result;
   }
 

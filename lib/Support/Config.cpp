@@ -70,6 +70,10 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
   flag = c.verifyAst;
   intKnob("LAZYJIT_VERIFY_AST", flag, 0, 1);
   c.verifyAst = flag;
+  flag = c.bounds;
+  intKnob("LAZYJIT_BOUNDS", flag, 0, 1);
+  c.bounds = flag;
+  intKnob("LAZYJIT_MAX_BUFFER_BYTES", c.maxBufferBytes, 0, int64_t(1) << 62);
   return c;
 }
 } // namespace detail

@@ -95,6 +95,9 @@ TEST_CASE("IDX: a missing, truncated or malformed file is an error naming the fi
       {"short-data", cat(header(0x0D, {3}), {0, 0, 0, 0, 1}), "truncated: 5 of the 12 bytes of float data (3 values)"},
       {"extra", cat(header(0x08, {2}), {1, 2, 3}), "malformed: there are bytes after the 2 values the header announces"},
       {"huge", header(0x08, {65536, 65536, 65536}), "the IDX shape has more than 2^40 elements"},
+      // found by fuzz-files: the announced size was allocated before reading (46 GB here)
+      {"announces-more", cat(header(0x08, {788529154, 59}), {1, 2, 3}),
+       "truncated: 3 of the 46523220086 bytes of unsigned byte data (46523220086 values)"},
   };
   for (bool gz : {false, true})
     for (const auto &c : cases) {

@@ -22,6 +22,8 @@ struct Config {
   bool diskCache = true;                 ///< DISABLE_COMPILER_CACHE=1 turns it off
   std::string cudaArch;                  ///< CUDA_ARCH: override the sm_XX used for PTX
   bool verifyAst = false;                ///< LAZYJIT_VERIFY_AST: verify and text-round-trip every kernel AST
+  bool bounds = false;                   ///< LAZYJIT_BOUNDS: CPU kernels check every load/store index at run time
+  int64_t maxBufferBytes = 0;            ///< LAZYJIT_MAX_BUFFER_BYTES: refuse larger buffers (0: no limit)
 
   /// Parses the process environment. A bad value throws lazyjit::Error naming the variable.
   static Config fromEnvironment();

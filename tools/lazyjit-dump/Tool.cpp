@@ -5,6 +5,7 @@
 #include "Dump.h"
 #include "Script.h"
 #include "ScriptEval.h"
+#include "Tool.h"
 #include "ToolError.h"
 
 #include "lazyjit/CodeGen/Kernel.h"
@@ -124,7 +125,7 @@ int runScript(const std::string &text, const std::string &file, tool::DumpOption
   return 0;
 }
 
-int runTool(int argc, char **argv) {
+int runTool(int argc, char **argv, const std::string *inputText, std::ostream *outOverride) {
   Invocation inv;
   CLI::App app{"lazyjit-dump: print, run and check what lazyjit makes of a tensor program",
                "lazyjit-dump"};
@@ -169,14 +170,14 @@ int runTool(int argc, char **argv) {
   if (inv.emit.empty() && !inv.dump.run && !inv.dump.check) inv.dump.emit = {"schedule"};
 
   std::ofstream file;
-  std::ostream *out = &std::cout;
+  std::ostream *out = outOverride ? outOverride : &std::cout;
   if (!inv.outFile.empty()) {
     file.open(inv.outFile, std::ios::binary);
     if (!file) throw ToolError("lazyjit-dump: error: cannot write '" + inv.outFile + "'", 1);
     out = &file;
   }
   std::string name = inv.input == "-" ? "<stdin>" : inv.input;
-  std::string text = readInput(inv.input);
+  std::string text = inputText ? *inputText : readInput(inv.input);
   bool isAst = inv.inputKind.empty() ? name.size() > 4 && name.substr(name.size() - 4) == ".ast"
                                      : inv.inputKind == "ast";
   int rc =
@@ -192,10 +193,13 @@ int runTool(int argc, char **argv) {
   return rc;
 }
 
-// Runs the tool and turns every error into a message and an exit code.
-int guardedMain(int argc, char **argv) {
+} // namespace
+
+namespace lazyjit::tool {
+
+int dumpMain(int argc, char **argv, const std::string *inputText, std::ostream *out) {
   try {
-    return runTool(argc, argv);
+    return runTool(argc, argv, inputText, out);
   } catch (const ToolError &e) {
     std::cout.flush();
     std::cerr << e.what() << "\n";
@@ -222,34 +226,4 @@ int guardedMain(int argc, char **argv) {
   }
 }
 
-struct ThreadArgs {
-  int argc;
-  char **argv;
-  int rc = 2;
-};
-
-} // namespace
-
-int main(int argc, char **argv) {
-  // Deep lazy graphs and ASTs are walked recursively by the library; a large stack keeps any
-  // input the parsers accept from overflowing it.
-  ThreadArgs args{argc, argv};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, size_t(1) << 30);
-  pthread_t thread;
-  auto body = [](void *p) -> void * {
-    auto *a = static_cast<ThreadArgs *>(p);
-    a->rc = guardedMain(a->argc, a->argv);
-    return nullptr;
-  };
-  if (pthread_create(&thread, &attr, body, &args) != 0) return guardedMain(argc, argv);
-  pthread_join(thread, nullptr);
-  pthread_attr_destroy(&attr);
-  std::cout.flush();
-  if (!std::cout && args.rc == 0) {
-    std::cerr << "lazyjit-dump: error: cannot write the output to standard output\n";
-    return 1;
-  }
-  return args.rc;
-}
+} // namespace lazyjit::tool
