@@ -137,6 +137,8 @@ std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptio
   size_t h = ast.hash();
   hashCombine(h, std::hash<std::string>{}(t.key()));
   hashCombine(h, noOptimizations(o));
+  if (o.applyOpts && !noOptimizations(o))
+    for (const auto &opt : *o.applyOpts) hashCombine(h, std::hash<std::string>{}(opt.str()));
   return fmt::format("lj_{:016x}", static_cast<uint64_t>(h));
 }
 
@@ -219,7 +221,11 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
     ko.localMax = {1024, 1024, 64};
   }
   Kernel k(ast, ko);
-  if (!noOptimizations(opts)) k.handCodedOptimizations();
+  if (noOptimizations(opts)) return k;
+  if (opts.applyOpts)
+    for (const auto &o : *opts.applyOpts) k.applyOpt(o);
+  else
+    k.handCodedOptimizations();
   return k;
 }
 

@@ -43,11 +43,12 @@ bool allFloat(const Kernel &k) {
 bool isIntSize(const Kernel &k, size_t axis) { return k.fullShape()[axis].isInt(); }
 
 // An output axis along which the store is unit-stride and every input is unit-stride or
-// broadcast, with at least one unit-stride input. Prefers the innermost.
-std::optional<size_t> findVectorAxis(const Kernel &k) {
+// broadcast, with at least one unit-stride input. Prefers the innermost. An axis shorter than 4
+// qualifies only where it can be padded (`minSize`).
+std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize) {
   int fr = k.firstReduce();
   for (int a = fr - 1; a >= 0; --a) {
-    if (!isIntSize(k, a) || k.fullShape()[a].asInt() < 4) continue;
+    if (!isIntSize(k, a) || k.fullShape()[a].asInt() < minSize) continue;
     auto st = strideOf(k, 0, a);
     if (!st || *st != 1) continue;
     bool ok = true, anyUnit = false;
@@ -109,6 +110,28 @@ int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
   return 1;
 }
 
+// The vector width for an axis of `size` elements of `bits` each: the fewest vector instructions
+// per row of the axis (an instruction covers up to one register), then the least padding, then
+// the widest. With AVX-512's masked loads and stores a size that no power of two divides is padded
+// (PADTO) to a multiple of the width; `padded` returns the padded size (== size when none).
+int64_t chooseWidth(int64_t size, int64_t bits, int vectorBits, bool allowPad, int64_t *padded) {
+  int64_t best = 1, bestOps = 0, bestPad = 0;
+  *padded = size;
+  for (int64_t w : {32, 16, 8, 4}) {
+    if (w > 64 || (!allowPad && size % w != 0)) continue;
+    int64_t p = (size + w - 1) / w * w;
+    if (p - size >= size) continue; // PADTO refuses to double the work
+    int64_t ops = p / w * std::max<int64_t>(1, w * bits / vectorBits);
+    if (best == 1 || ops < bestOps || (ops == bestOps && p < bestPad)) {
+      best = w;
+      bestOps = ops;
+      bestPad = p;
+    }
+  }
+  if (best > 1) *padded = bestPad;
+  return best;
+}
+
 // A reduce whose inputs are all contiguous along the last reduce axis, over two output axes that
 // each input is broadcast along one of (x @ w.T, which is what nn.Linear computes): a block of
 // rows x cols outputs shares each loaded vector of the reduce loop, which the loop vectorizer
@@ -151,17 +174,50 @@ bool tileDotProducts(Kernel &k, bool wide) {
   return false;
 }
 
+// A reduce whose inputs have no vector axis because some of them are read through a view stack
+// (the backward of the reference's pool trick, col2im): vectorize the innermost output axis
+// anyway when the output is contiguous along it, gathering what is not. Gathers cost per lane, so
+// the width wastes the fewest lanes (then the widest). Returns whether it applied.
+bool gatherVectorize(Kernel &k) {
+  int fr = k.firstReduce();
+  int lastRed = static_cast<int>(k.shapeLen()) - k.upcasted - 1;
+  if (!k.reduceop || fr == 0 || lastRed < fr) return false;
+  int a = fr - 1;
+  if (!isIntSize(k, a) || k.fullShape()[a].asInt() < 4 || strideOf(k, 0, a) != 1) return false;
+  bool gathers = false, contiguousReduce = true;
+  for (size_t i = 1; i < k.bufs.size(); ++i) {
+    if (k.bufs[i]->op == Op::Const) continue;
+    gathers = gathers || !strideOf(k, i, a);
+    auto r = strideOf(k, i, lastRed);
+    contiguousReduce = contiguousReduce && r && (*r == 0 || *r == 1);
+  }
+  if (!gathers || contiguousReduce) return false;
+  int64_t size = k.fullShape()[a].asInt(), width = 0, padded = 0;
+  for (int64_t w : {16, 8}) {
+    int64_t p = (size + w - 1) / w * w;
+    if (p - size < size && (width == 0 || p < padded)) {
+      width = w;
+      padded = p;
+    }
+  }
+  if (width == 0) return false;
+  if (padded != size) k.applyOpt({OptOp::PadTo, a, width});
+  k.applyOpt({OptOp::Upcast, a, width});
+  return true;
+}
+
 } // namespace
 
 void applyCPUHeuristics(Kernel &k) {
   if (k.shapeLen() == 0 || !allFloat(k)) return;
   bool transcendental = hasTranscendental(*k.ast);
   bool wide = k.opts.vectorBits >= 512;
-  auto vec = findVectorAxis(k);
+  auto vec = findVectorAxis(k, wide && k.reduceop && varsFromAst(*k.ast).empty() ? 3 : 4);
   // kernels with exp2/log2/sin are left to the loop vectorizer, except for streaming stores
   if (transcendental && (!vec || k.reduceop || *vec + 1 != static_cast<size_t>(k.firstReduce()))) return;
   if (!vec) {
     if (tileDotProducts(k, wide)) return;
+    if (wide && !transcendental && varsFromAst(*k.ast).empty() && gatherVectorize(k)) return;
     // no vector axis: unroll a small last reduce axis, as the reference does
     if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {
       size_t last = k.shapeLen() - k.upcasted - 1;
@@ -195,10 +251,17 @@ void applyCPUHeuristics(Kernel &k) {
     if (contiguousReduce && !tile) return;
   }
 
-  int64_t width = largestDivisor(vsize, wide ? std::initializer_list<int64_t>{32, 16, 8, 4}
-                                             : std::initializer_list<int64_t>{16, 8, 4});
-  if (width < 4) return;
+  // (found before padding: a second mask on a padded input hides its strides)
   std::optional<size_t> tile = k.reduceop ? findTileAxis(k, *vec) : std::nullopt;
+  int64_t padded = vsize;
+  bool canPad = wide && varsFromAst(*k.ast).empty();
+  int64_t width = canPad ? chooseWidth(vsize, k.bufs[0]->bufferDType().itemsize() * 8, k.opts.vectorBits, true, &padded)
+                       : largestDivisor(vsize, {16, 8, 4});
+  if (width < 4) return;
+  if (padded != vsize) {
+    k.applyOpt({OptOp::PadTo, static_cast<int64_t>(*vec), width});
+    vsize = padded;
+  }
   int64_t rows = 1;
   if (tile) {
     int64_t regsPerRow = std::max<int64_t>(1, width * 32 / k.opts.vectorBits);

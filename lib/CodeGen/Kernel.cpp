@@ -201,6 +201,11 @@ void Kernel::applyOpt(const Opt &opt) {
   LAZYJIT_USER_CHECK(dim.isInt(), UnsupportedError, "opt {}: axis {} is symbolic", opt.str(), axis);
   int64_t amt = opt.amt != 0 ? opt.amt : dim.asInt();
   LAZYJIT_USER_CHECK(amt > 1, UnsupportedError, "opt {}: an amount of {} is meaningless", opt.str(), amt);
+  if (opt.op == OptOp::PadTo) {
+    padTo(axis, amt);
+    appliedOpts.push_back(opt);
+    return;
+  }
   LAZYJIT_USER_CHECK(dim.asInt() % amt == 0, UnsupportedError, "opt {}: {} does not divide axis {} of size {}",
                      opt.str(), amt, axis, dim.asInt());
   switch (opt.op) {
@@ -248,6 +253,90 @@ void Kernel::applyOpt(const Opt &opt) {
   }
   appliedOpts.push_back(opt);
   simplifyOnes();
+}
+
+namespace {
+// Ops that map all-zero operands to zero (0+0, 0*0, max(0,0), 0<0 = false, sqrt(0), ...): a SUM
+// over such an expression is unchanged by extra elements whose every leaf reads 0.
+bool zeroPreserving(Op op) {
+  switch (op) {
+  case Op::Load:
+  case Op::Const:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Max:
+  case Op::Neg:
+  case Op::Sqrt:
+  case Op::Sin:
+  case Op::CmpLt:
+  case Op::Where:
+  case Op::Cast:
+  case Op::MulAcc:
+  case Op::Xor: return true;
+  default: return false;
+  }
+}
+// `st` with axis `axis` grown to `size`, when its last view does not move along the axis (and no
+// index it produces depends on it): the new elements repeat the old ones and read in bounds.
+std::optional<ShapeTracker> widenBroadcast(const ShapeTracker &st, int64_t axis, int64_t size) {
+  const View &v = st.views.back();
+  if (!pyEq(v.strides[axis], 0)) return std::nullopt;
+  auto rs = st.realStrides(true);
+  if (!rs[axis] || !pyEq(*rs[axis], 0)) return std::nullopt;
+  Shape shape = v.shape;
+  SInt old = shape[axis];
+  shape[axis] = size;
+  std::optional<Mask> mask = v.mask;
+  if (mask) {
+    auto &[b, e] = (*mask)[axis];
+    if (!(pyEq(b, 0) && pyEq(e, old))) return std::nullopt;
+    e = size;
+  }
+  ShapeTracker out = st;
+  out.views.back() = View::create(shape, v.strides, v.offset, mask);
+  return out;
+}
+
+} // namespace
+
+void Kernel::padTo(int64_t axis, int64_t amt) {
+  LAZYJIT_USER_CHECK(varsFromAst(*ast).empty(), UnsupportedError,
+                     "opt PADTO({},{}): does not work with symbolic shapes", axis, amt);
+  const int64_t size = fullShape()[axis].asInt();
+  const int64_t padded = (size + amt - 1) / amt * amt;
+  LAZYJIT_USER_CHECK(axis < static_cast<int64_t>(shapeLen()) - upcasted, UnsupportedError,
+                     "opt PADTO({},{}): can't pad an upcast axis", axis, amt);
+  LAZYJIT_USER_CHECK(padded != size, UnsupportedError, "opt PADTO({},{}): axis {} of size {} needs no padding",
+                     axis, amt, axis, size);
+  LAZYJIT_USER_CHECK(padded - size < size, UnsupportedError,
+                     "opt PADTO({},{}): padding axis {} of size {} to {} more than doubles the work", axis, amt,
+                     axis, size, padded);
+  bool reduceAxis = axis >= firstReduce();
+  if (reduceAxis) {
+    bool safe = reduceop && reduceop->op == Op::Sum;
+    for (const LazyOp *x : reduceop ? reduceop->src[0].op->lazyops() : std::vector<const LazyOp *>{})
+      // (a bitcast would turn the -0.0 of a negated 0 into a nonzero integer)
+      safe = safe && zeroPreserving(x->op) && !(x->op == Op::Cast && std::get<CastArg>(x->arg).bitcast);
+    LAZYJIT_USER_CHECK(safe, UnsupportedError,
+                       "opt PADTO({},{}): padding reduce axis {} needs a SUM of ops that keep 0 at 0", axis, amt,
+                       axis);
+  }
+  for (size_t i = 0; i < sts.size(); ++i) {
+    if (pyEq(sts[i].shape()[axis], 1)) continue; // the reduced output
+    // Along an output axis the padded elements are computed but never stored, so a buffer that
+    // does not move along the axis (broadcast, constant) is widened without a mask: it reads in
+    // bounds anyway. Along a reduce axis every leaf must read 0 there for the SUM to be unchanged.
+    if (!reduceAxis && i != 0) {
+      if (auto widened = widenBroadcast(sts[i], axis, padded)) {
+        sts[i] = *widened;
+        continue;
+      }
+    }
+    PadArg arg(shapeLen(), {SInt(0), SInt(0)});
+    arg[axis].second = padded - size;
+    sts[i] = sts[i].pad(arg);
+  }
 }
 
 void Kernel::handCodedOptimizations() {

@@ -102,9 +102,11 @@ private:
   bool usesVidx(const Node &n) const;
   bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
   Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
-  Value *renderVec(const Node &n);
+  Value *renderVec(const Node &n, llvm::IntegerType *et);
+  llvm::IntegerType *vecIndexType(const Node &n);
   Value *maskFor(const NodeRef &valid);
   Val vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
+  Value *gather(Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid);
   Val vecConvert(Val x, DType to);
   Val vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
   void vecStore(const std::vector<NodeRef> &idxs, Val v);
@@ -155,58 +157,120 @@ bool CPULowerer::canVectorize(int axis) {
   std::vector<NodeRef> ix;
   for (size_t a = 0; a < k.shapeLen(); ++a)
     ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
-  return contiguousInVidx(k.sts[0].exprIdxs(ix).first, nullptr);
+  return contiguousInVidx(access(0, ix).idx, nullptr);
 }
 
-Value *CPULowerer::renderVec(const Node &n) {
-  if (!usesVidx(n)) return splat(render(n));
-  auto bin = [&](Value *a, Value *c, auto op) { return op(splat(a), splat(c)); };
-  auto renderB = [&](const SInt &x) -> Value * { return x.isInt() ? i64(x.asInt()) : renderVec(*x.node()); };
-  auto asVecI64 = [&](Value *v) -> Value * {
-    return v->getType()->getScalarType()->isIntegerTy(1) ? b.CreateZExt(v, VectorType::get(b.getInt64Ty(), static_cast<unsigned>(lanes), false)) : v;
+// Renders an index or validity node per lane: integer arithmetic in `et` (i32 when every value
+// fits, which makes division by a constant and gathers cheaper), i1 for comparisons and ands.
+// Lane-invariant subexpressions are computed once as scalars and splat.
+Value *CPULowerer::renderVec(const Node &n, IntegerType *et) {
+  auto lanesOf = [&](Type *t) { return VectorType::get(t, static_cast<unsigned>(lanes), false); };
+  auto isBoolVec = [](Value *v) { return v->getType()->getScalarType()->isIntegerTy(1); };
+  auto asInt = [&](Value *v) { return isBoolVec(v) ? b.CreateZExt(v, lanesOf(et)) : v; };
+  auto asBool = [&](Value *v) { return isBoolVec(v) ? v : b.CreateICmpNE(v, Constant::getNullValue(v->getType())); };
+  if (!usesVidx(n)) {
+    Value *v = render(n);
+    if (v->getType()->isIntegerTy(1)) return splat(v);
+    return splat(b.CreateSExtOrTrunc(v, et));
+  }
+  auto operand = [&](const SInt &x) -> Value * {
+    return x.isInt() ? splat(ConstantInt::getSigned(et, x.asInt())) : asInt(renderVec(*x.node(), et));
   };
+  // floor and C division agree for a non-negative dividend; a positive constant divisor then
+  // allows the unsigned forms, which need no sign fix-up
+  bool unsignedOk = (n.kind == NodeKind::Div || n.kind == NodeKind::Mod) && n.b.isInt() && n.b.asInt() > 0 &&
+                    nonNegative(*n.a);
   switch (n.kind) {
   case NodeKind::Variable: {
     std::vector<Constant *> lanesC;
-    for (int64_t i = 0; i < lanes; ++i) lanesC.push_back(b.getInt64(static_cast<uint64_t>(i)));
+    for (int64_t i = 0; i < lanes; ++i) lanesC.push_back(ConstantInt::get(et, static_cast<uint64_t>(i)));
     return ConstantVector::get(lanesC);
   }
-  case NodeKind::Mul: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateMul(x, y); });
-  case NodeKind::Div: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateSDiv(x, y); });
-  case NodeKind::Mod: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateSRem(x, y); });
-  case NodeKind::Lt: return bin(asVecI64(renderVec(*n.a)), renderB(n.b), [&](Value *x, Value *y) { return b.CreateICmpSLT(x, y); });
+  case NodeKind::Mul: return b.CreateMul(asInt(renderVec(*n.a, et)), operand(n.b));
+  case NodeKind::Div:
+    return unsignedOk ? b.CreateUDiv(asInt(renderVec(*n.a, et)), operand(n.b))
+                      : b.CreateSDiv(asInt(renderVec(*n.a, et)), operand(n.b));
+  case NodeKind::Mod:
+    return unsignedOk ? b.CreateURem(asInt(renderVec(*n.a, et)), operand(n.b))
+                      : b.CreateSRem(asInt(renderVec(*n.a, et)), operand(n.b));
+  case NodeKind::Lt: return b.CreateICmpSLT(asInt(renderVec(*n.a, et)), operand(n.b));
   case NodeKind::Sum: {
-    Value *acc = nullptr;
-    for (const auto &x : n.nodes) {
-      Value *v = splat(asVecI64(renderVec(*x)));
-      if (v->getType()->getScalarType()->isIntegerTy(1)) v = asVecI64(v);
+    // the lane-invariant terms first, as one scalar sum
+    std::vector<NodeRef> inv, var;
+    for (const auto &x : n.nodes) (usesVidx(*x) ? var : inv).push_back(x);
+    Value *acc = inv.empty() ? nullptr : renderVec(*sumNodes(inv), et);
+    for (const auto &x : var) {
+      Value *v = asInt(renderVec(*x, et));
       acc = acc ? b.CreateAdd(acc, v) : v;
     }
     return acc;
   }
   case NodeKind::And: {
-    Value *acc = nullptr;
-    for (const auto &x : n.nodes) {
-      Value *v = splat(renderVec(*x));
-      if (!v->getType()->getScalarType()->isIntegerTy(1)) v = b.CreateICmpNE(v, Constant::getNullValue(v->getType()));
+    std::vector<NodeRef> inv, var;
+    for (const auto &x : n.nodes) (usesVidx(*x) ? var : inv).push_back(x);
+    Value *acc = inv.empty() ? nullptr : renderVec(*andNodes(inv), et);
+    for (const auto &x : var) {
+      Value *v = asBool(renderVec(*x, et));
       acc = acc ? b.CreateAnd(acc, v) : v;
     }
     return acc;
   }
   case NodeKind::Num: break;
   }
-  return splat(render(n));
+  return splat(b.CreateSExtOrTrunc(render(n), et));
 }
+
+IntegerType *CPULowerer::vecIndexType(const Node &n) { return fitsInt32(n) ? b.getInt32Ty() : b.getInt64Ty(); }
 
 // The per-lane validity of a (non-constant) valid expression as <lanes x i1>.
 Value *CPULowerer::maskFor(const NodeRef &valid) {
-  if (usesVidx(*valid)) return renderVec(*valid);
+  if (usesVidx(*valid)) return renderVec(*valid, vecIndexType(*valid));
   return splat(asI1(render(*valid)));
+}
+
+// A gather from one scalar address (the lane-invariant terms of the index) plus per-lane offsets,
+// 32-bit when they fit. The lane-invariant conjuncts of the valid guard the whole gather with a
+// branch (a gather with no lane on still costs most of a full one):
+//
+//   br i1 %invariantValid, label %gather, label %gather.cont
+//   gather:       %g = call <N x float> @llvm.masked.gather(... %laneMask ...)
+//   gather.cont:  %v = phi <N x float> [ zeroinitializer, %entry ], [ %g, %gather ]
+Value *CPULowerer::gather(Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid) {
+  Align align(et->getScalarSizeInBits() / 8);
+  Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
+  std::vector<NodeRef> conj = valid->kind == NodeKind::And ? valid->nodes : std::vector<NodeRef>{valid};
+  std::vector<NodeRef> invValid, varValid;
+  if (!valid->isNum())
+    for (const auto &c : conj) (usesVidx(*c) ? varValid : invValid).push_back(c);
+  BasicBlock *pre = nullptr, *cont = nullptr;
+  if (!invValid.empty()) {
+    pre = b.GetInsertBlock();
+    BasicBlock *body = BasicBlock::Create(ctx, "gather", fn);
+    cont = BasicBlock::Create(ctx, "gather.cont", fn);
+    b.CreateCondBr(asI1(render(*andNodes(invValid))), body, cont);
+    b.SetInsertPoint(body);
+  }
+  std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
+  std::vector<NodeRef> inv, var;
+  for (const auto &t : terms) (usesVidx(*t) ? var : inv).push_back(t);
+  NodeRef offsets = sumNodes(var);
+  Value *p = inv.empty() ? ptr : b.CreateGEP(et, ptr, asI64(render(*sumNodes(inv))));
+  Value *ptrs = b.CreateGEP(et, p, renderVec(*offsets, vecIndexType(*offsets)));
+  Value *mask = varValid.empty() ? splat(b.getTrue()) : maskFor(andNodes(varValid));
+  Value *g = b.CreateMaskedGather(vt, ptrs, align, mask, Constant::getNullValue(vt));
+  if (!cont) return g;
+  BasicBlock *body = b.GetInsertBlock();
+  b.CreateBr(cont);
+  b.SetInsertPoint(cont);
+  PHINode *phi = b.CreatePHI(vt, 2);
+  phi->addIncoming(Constant::getNullValue(vt), pre);
+  phi->addIncoming(g, body);
+  return phi;
 }
 
 Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
   size_t bi = bufIndex(&op);
-  auto [idx, valid] = k.sts[bi].exprIdxs(idxs);
+  auto [idx, valid] = access(bi, idxs);
   DType dt = op.bufferDType();
   std::string key = "v" + std::to_string(bi) + "|" + idx->key() + "|" + valid->key();
   if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
@@ -232,15 +296,14 @@ Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
         out.v = b.CreateSelect(mask, splat(vb.load(ptr, safe, dt).v), vecZero(dt));
       }
     } else if (contiguousInVidx(idx, &base)) {
-      Value *p = b.CreateInBoundsGEP(et, ptr, asI64(render(*base)));
+      // (the first lane's address may be out of bounds when it is masked off: no inbounds then)
+      Value *p = alwaysValid ? b.CreateInBoundsGEP(et, ptr, asI64(render(*base)))
+                             : b.CreateGEP(et, ptr, asI64(render(*base)));
       Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
       if (alwaysValid) out.v = b.CreateAlignedLoad(vt, p, align);
       else out.v = b.CreateMaskedLoad(vt, p, align, maskFor(valid), vecZero(dt));
     } else {
-      Value *ptrs = b.CreateInBoundsGEP(et, ptr, renderVec(*idx));
-      Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
-      Value *mask = alwaysValid ? splat(b.getTrue()) : maskFor(valid);
-      out.v = b.CreateMaskedGather(vt, ptrs, align, mask, vecZero(dt));
+      out.v = gather(ptr, et, idx, valid);
     }
   }
   loadCache[key] = out;
@@ -317,7 +380,7 @@ Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, cons
 
 void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   DType outDt = k.bufs[0]->memBuffer().dtype;
-  auto [idx, valid] = k.sts[0].exprIdxs(idxs);
+  auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return;
   NodeRef base;
   LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector store is not contiguous");

@@ -115,9 +115,14 @@ std::optional<Interval> intervalOf(const Node &n) {
   }
   case NodeKind::Div:
   case NodeKind::Mod: {
-    // C division and remainder never grow the magnitude of the dividend
     auto a = intervalOf(*n.a);
     if (!a) return std::nullopt;
+    if (a->first >= 0 && n.b.isInt() && n.b.asInt() > 0) {
+      __int128 d = n.b.asInt();
+      if (n.kind == NodeKind::Div) return Interval{a->first / d, a->second / d};
+      return Interval{0, std::min(a->second, d - 1)};
+    }
+    // C division and remainder never grow the magnitude of the dividend
     __int128 m = magnitude(*a);
     return Interval{-m, m};
   }
@@ -136,7 +141,29 @@ std::optional<Interval> intervalOf(const Node &n) {
   return std::nullopt;
 }
 
+bool fitsIn(const Node &n, __int128 limit) {
+  auto i = intervalOf(n);
+  if (!i || i->first < -limit || i->second >= limit) return false;
+  if (n.a && !fitsIn(*n.a, limit)) return false;
+  if (n.b.isNode() && !fitsIn(*n.b.node(), limit)) return false;
+  Interval acc{0, 0};
+  for (const auto &x : n.nodes) {
+    if (!fitsIn(*x, limit)) return false;
+    auto t = intervalOf(*x);
+    acc = {acc.first + t->first, acc.second + t->second};
+    if (acc.first < -limit || acc.second >= limit) return false;
+  }
+  return true;
+}
+
 } // namespace
+
+bool KernelEmitter::fitsInt32(const Node &n) { return fitsIn(n, static_cast<__int128>(1) << 31); }
+
+bool KernelEmitter::nonNegative(const Node &n) {
+  auto i = intervalOf(n);
+  return i && i->first >= 0;
+}
 
 void KernelEmitter::noteIndexRange(const Node &n) {
   unsigned bits = idxTy->getBitWidth();
@@ -200,9 +227,16 @@ Value *KernelEmitter::renderSInt(const SInt &s) {
   return asIdx(render(*s.node()));
 }
 
+SimplifiedIndex KernelEmitter::access(size_t bi, const std::vector<NodeRef> &idxs) {
+  auto [idx, valid] = k.sts[bi].exprIdxs(idxs);
+  std::string key = idx->key() + "|" + valid->key();
+  if (auto it = accessMemo.find(key); it != accessMemo.end()) return it->second;
+  return accessMemo[key] = simplifyUnderValid(idx, valid);
+}
+
 Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
   size_t bi = bufIndex(&op);
-  auto [idx, valid] = k.sts[bi].exprIdxs(idxs);
+  auto [idx, valid] = access(bi, idxs);
   DType dt = op.bufferDType();
   std::string key = loadKey(bi, *idx, *valid);
   if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
@@ -303,7 +337,7 @@ std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Val
 void KernelEmitter::storeOutput(const std::vector<NodeRef> &idxs, Val v) {
   const LazyOp *store = k.bufs[0];
   DType outDt = store->memBuffer().dtype;
-  auto [idx, valid] = k.sts[0].exprIdxs(idxs);
+  auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return;
   if (valid->isNum()) {
     vb.store(bufPtrs[0], asIdx(render(*idx)), v, outDt);

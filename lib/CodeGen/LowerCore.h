@@ -3,6 +3,7 @@
 // explicit phis. The CPU (LowerCPU.cpp) and NVPTX (LowerNVPTX.cpp) drivers build on it.
 #pragma once
 
+#include "IndexSimplify.h"
 #include "LowerValues.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
@@ -41,6 +42,7 @@ protected:
   std::unordered_map<const LazyOp *, size_t> bufIndexOf;
   std::unordered_map<const LazyOp *, DType> dtypeMemo;
   std::map<std::string, Val> loadCache;
+  std::unordered_map<std::string, SimplifiedIndex> accessMemo;
   /// The integer type of index arithmetic: i64 unless a driver narrows it (NVPTX uses i32 when
   /// every index value fits). Variables in `varValues` must have this type.
   llvm::IntegerType *idxTy;
@@ -59,9 +61,17 @@ protected:
   /// The loadCache key of buffer `bi` at (idx, valid): drivers that load several elements at once
   /// (vector loads) fill the cache under the keys loadLeaf will look up.
   static std::string loadKey(size_t bi, const Node &idx, const Node &valid);
+  /// The (index, valid) of buffer `bi` at per-axis indices, the index simplified under the valid
+  /// (IndexSimplify.h). Every access goes through here.
+  SimplifiedIndex access(size_t bi, const std::vector<NodeRef> &idxs);
   /// Renders a symbolic node: `idxTy` arithmetic, i1 for comparisons and ands.
   Value *render(const Node &n);
   Value *renderSInt(const SInt &s);
+  /// Whether every value rendering `n` computes (each operand, each partial sum) fits a signed
+  /// 32-bit integer, for any values of its variables in their ranges.
+  static bool fitsInt32(const Node &n);
+  /// Whether `n` is never negative (then C and floor division agree, and udiv/urem are exact).
+  static bool nonNegative(const Node &n);
   /// Loads buffer `op` (LOAD or CONST) at per-axis indices, gated by its validity.
   Val loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
   /// Evaluates an AST node at per-axis indices; the reduce node evaluates to `acc`.

@@ -17,6 +17,7 @@
 #include "lazyjit/CodeGen/Kernel.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct TargetSpec {
 
 struct CompileOptions {
   bool noopt = false; ///< no kernel optimizations (the reference's NOOPT)
+  /// Apply exactly these optimizations, in order, instead of the target's heuristics (tests and
+  /// searches; an opt that does not apply throws UnsupportedError). Ignored with `noopt`.
+  std::optional<std::vector<Opt>> applyOpts;
 };
 
 /// What a compiled kernel looks like from outside; recomputable from the AST at any time.

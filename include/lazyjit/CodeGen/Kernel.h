@@ -18,7 +18,8 @@ namespace lazyjit {
 enum class OptOp : uint8_t { Upcast, Unroll, Local, LastLocal, Group, GroupTop, NoLocals, PadTo, Swap };
 
 /// One applied optimization (the reference's Opt). Swap (CPU only, not in the reference) exchanges
-/// global axes `axis` and `amt` to change the loop order.
+/// global axes `axis` and `amt` to change the loop order. PadTo (the later reference's PADTO)
+/// rounds axis `axis` up to a multiple of `amt` with masked elements (see Kernel::padTo).
 struct Opt {
   OptOp op;
   int64_t axis = 0;
@@ -72,6 +73,10 @@ public:
                          const std::vector<int64_t> *axis);
   void shiftTo(int64_t axis, int64_t amount, bool top = false, int64_t insertBefore = -1);
   void upcast();
+  /// PADTO: rounds axis `axis` up to a multiple of `amt`. The extra elements of an output axis are
+  /// masked off at the store (and at every load that moves along the axis); along a reduce axis
+  /// every leaf reads 0 there, which needs a SUM whose operands keep 0 at 0.
+  void padTo(int64_t axis, int64_t amt);
   bool simplifyOnes();
   void simplifyMergeAdjacent();
   /// Applies one optimization; throws UnsupportedError if it does not apply to this kernel.

@@ -1,0 +1,93 @@
+// KernelRunner: the object code of compileToObject loaded by a private ORC LLJIT (one JITDylib per
+// run, so one AST may be compiled many times) and called through the CPU kernel ABI.
+#include "KernelRunner.h"
+#include "lazyjit/Support/Error.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <cstring>
+#include <random>
+
+namespace lazyjit::testing {
+
+namespace {
+constexpr size_t kGuard = 256;                // floats before and after every buffer
+constexpr uint32_t kSentinel = 0x7fc0dea1u;   // a quiet NaN with a payload no kernel computes
+
+float sentinel() {
+  float f;
+  std::memcpy(&f, &kSentinel, sizeof f);
+  return f;
+}
+bool isSentinel(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u == kSentinel;
+}
+} // namespace
+
+struct KernelRunner::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  int dylibs = 0;
+};
+
+KernelRunner::KernelRunner() : impl(std::make_unique<Impl>()) {
+  (void)TargetSpec::host(); // initializes LLVM's native target
+  impl->jit = llvm::cantFail(llvm::orc::LLJITBuilder().create());
+}
+
+KernelRunner::~KernelRunner() = default;
+
+KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed) {
+  TargetSpec target = TargetSpec::host();
+  KernelSignature sig;
+  std::vector<uint8_t> obj = compileToObject(ast, target, opts, &sig);
+  LAZYJIT_INTERNAL_CHECK(sig.vars.empty(), "KernelRunner: kernels with variables are not supported");
+
+  auto &es = impl->jit->getExecutionSession();
+  auto &dylib = llvm::cantFail(es.createJITDylib("kernel" + std::to_string(impl->dylibs++)));
+  dylib.addGenerator(llvm::cantFail(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      impl->jit->getDataLayout().getGlobalPrefix())));
+  llvm::StringRef bytes(reinterpret_cast<const char *>(obj.data()), obj.size());
+  llvm::cantFail(impl->jit->addObjectFile(dylib, llvm::MemoryBuffer::getMemBufferCopy(bytes, sig.symbol)));
+  using Entry = void (*)(void **, const int64_t *, int64_t, int64_t);
+  using Range = int64_t (*)(const int64_t *);
+  auto entry = llvm::cantFail(impl->jit->lookup(dylib, sig.symbol)).toPtr<Entry>();
+  auto range = llvm::cantFail(impl->jit->lookup(dylib, sig.symbol + "_range")).toPtr<Range>();
+
+  // buffer sizes: the largest element any access of the unoptimized kernel can touch
+  Kernel plain(ast);
+  std::vector<int64_t> sizes(sig.numBuffers, 0);
+  for (size_t i = 0; i < plain.bufs.size(); ++i) {
+    if (plain.bufs[i]->op == Op::Const) continue;
+    const MemBuffer &mb = plain.bufs[i]->memBuffer();
+    LAZYJIT_INTERNAL_CHECK(mb.dtype == dtypes::float32, "KernelRunner: float32 buffers only");
+    sizes[mb.idx] = std::max(sizes[mb.idx], plain.bufs[i]->bufferSt().size());
+  }
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<std::vector<float>> mem(sizes.size());
+  std::vector<void *> ptrs(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    mem[i].assign(sizes[i] + 2 * kGuard, sentinel());
+    if (i > 0)
+      for (int64_t j = 0; j < sizes[i]; ++j) mem[i][kGuard + j] = dist(rng);
+    ptrs[i] = mem[i].data() + kGuard;
+  }
+  int64_t vars = 0;
+  entry(ptrs.data(), &vars, 0, range(&vars));
+
+  KernelRun out;
+  out.applied = sig.opts;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (size_t j = 0; j < kGuard; ++j)
+      out.guardsIntact = out.guardsIntact && isSentinel(mem[i][j]) && isSentinel(mem[i][kGuard + sizes[i] + j]);
+    out.bufs.emplace_back(mem[i].begin() + kGuard, mem[i].begin() + kGuard + sizes[i]);
+  }
+  llvm::cantFail(es.removeJITDylib(dylib));
+  return out;
+}
+
+} // namespace lazyjit::testing

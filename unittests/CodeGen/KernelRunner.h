@@ -1,0 +1,34 @@
+// Runs one kernel AST compiled with chosen optimizations (CompileOptions::applyOpts) on host
+// buffers that carry guard zones, so tests can compare any list of OptOps against NOOPT and prove
+// that no load or store of the optimized kernel leaves its buffers.
+#pragma once
+
+#include "lazyjit/CodeGen/Compiler.h"
+
+#include <memory>
+#include <vector>
+
+namespace lazyjit::testing {
+
+/// One run's buffers: bufs[i] is buffer idx i (0 = output), without the guards.
+struct KernelRun {
+  std::vector<std::vector<float>> bufs;
+  bool guardsIntact = true; ///< no byte outside any buffer changed
+  std::vector<Opt> applied; ///< what the kernel applied
+};
+
+class KernelRunner {
+public:
+  KernelRunner();
+  ~KernelRunner();
+  /// Compiles `ast` (float32 buffers, no variables) with `opts` for the host and runs it once
+  /// over its whole range on random inputs drawn from `seed` (the same seed gives the same
+  /// inputs). The output starts as a NaN sentinel.
+  KernelRun run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace lazyjit::testing
