@@ -45,11 +45,31 @@ NodeRef createNode(NodeRef ret) {
 
 // ---- raw constructors with the reference's bounds ----------------------------------------------
 
+// The integer range of a value whose bounds may themselves be symbolic.
+std::pair<int64_t, int64_t> intBounds(const SInt &x) {
+  if (x.isInt()) return {x.asInt(), x.asInt()};
+  return {intBounds(x.node()->min).first, intBounds(x.node()->max).second};
+}
+
 NodeRef newMul(NodeRef a, SInt b) {
   return make(NodeKind::Mul, [&](Node &n) {
     n.a = std::move(a);
     n.b = std::move(b);
-    if (truthy(ge(n.b, 0))) {
+    if (n.b.isNode() && intBounds(n.b).first < 0) {
+      // The reference's sign test (`b >= 0` on a node is true unless provably false) takes the
+      // positive branch for a symbolic factor that may be negative, which swaps the bounds
+      // (found by fuzz-symbolic). Decide by the factor's integer range instead.
+      auto [bl, bh] = intBounds(n.b);
+      if (bh <= 0) {
+        n.min = n.a->max * n.b;
+        n.max = n.a->min * n.b;
+      } else {
+        auto [al, ah] = intBounds(SInt(n.a));
+        int64_t c[4] = {checkedMul(al, bl), checkedMul(al, bh), checkedMul(ah, bl), checkedMul(ah, bh)};
+        n.min = *std::min_element(c, c + 4);
+        n.max = *std::max_element(c, c + 4);
+      }
+    } else if (truthy(ge(n.b, 0))) {
       n.min = n.a->min * n.b;
       n.max = n.a->max * n.b;
     } else {

@@ -166,6 +166,8 @@ public:
   size_t pos = 0;
   const std::string &file;
   int line;
+  /// The ranges of the variables seen so far in this AST (or value), by name.
+  std::map<std::string, std::pair<SInt, SInt>> *varRanges = nullptr;
 
   int col() const { return static_cast<int>(pos) + 1; }
   [[noreturn]] void error(const std::string &msg) const { fail(file, line, col(), msg); }
@@ -327,6 +329,12 @@ public:
     expect("]", "to close the variable bounds");
     std::optional<std::string> expr;
     if (name != "None") expr = name;
+    // a kernel's variables are passed by name: one name with two ranges would run with one value
+    // for both and break the bounds proof of the other
+    auto [it, fresh] = varRanges->emplace(name, std::make_pair(lo, hi));
+    if (!fresh && !(pyEq(it->second.first, lo) && pyEq(it->second.second, hi)))
+      errorAt(start, fmt::format("variable '{}' has the ranges [{}-{}] and [{}-{}]", name, it->second.first.render(),
+                                 it->second.second.render(), lo.render(), hi.render()));
     return guarded(start, [&] {
       NodeRef v = variable(expr, lo, hi);
       if (value) v = v->bind(*value);
@@ -486,6 +494,7 @@ private:
   std::vector<Pending> stack;
   std::vector<LazyOpRef> roots;
   std::map<int, LazyOpRef> labels;
+  std::map<std::string, std::pair<SInt, SInt>> varRanges; // per AST: one range per variable name
   int eofLine = 1, eofCol = 1; // where "unexpected end of input" points
 
   void parseLine(std::string_view raw, int lineNo, bool single) {
@@ -500,6 +509,7 @@ private:
     line = line.substr(0, last + 1);
 
     LineParser p(line, file, lineNo);
+    p.varRanges = &varRanges;
     p.pos = indent;
     int ind = static_cast<int>(indent);
 
@@ -510,6 +520,7 @@ private:
       if (ind != 0) p.error("unexpected indentation: an AST starts in column 1");
       if (single && !roots.empty()) p.error("expected one AST, found a second one");
       labels.clear(); // labels are local to one AST
+      varRanges.clear();
     } else {
       const Pending &parent = stack.back();
       if (ind != parent.indent + 2)
@@ -792,6 +803,8 @@ std::string printSInt(const SInt &x) {
 
 SInt parseSInt(std::string_view text, const std::string &filename) {
   LineParser p(text, filename, 1);
+  std::map<std::string, std::pair<SInt, SInt>> ranges;
+  p.varRanges = &ranges;
   p.skipSpaces();
   SInt v = p.sint();
   p.skipSpaces();

@@ -538,3 +538,32 @@ TEST_CASE("Symbolic: bad divisors are errors, not crashes") {
   CHECK_THROWS_WITH_AS(floordiv(5, b), doctest::Contains("not supported"), UnsupportedError);
   CHECK_THROWS_AS(variable("v", 3, 2), Error);
 }
+
+namespace {
+int64_t intMin(SInt x) {
+  while (x.isNode()) x = x.node()->min;
+  return x.asInt();
+}
+int64_t intMax(SInt x) {
+  while (x.isNode()) x = x.node()->max;
+  return x.asInt();
+}
+} // namespace
+
+TEST_CASE("Symbolic: a product with a symbolic factor that may be negative has ordered bounds") {
+  // found by fuzz-symbolic: `b >= 0` on a node is true unless provably false, so the reference
+  // took the positive branch for b*-3 and swapped the bounds (an internal error later)
+  SInt a = var("a", 1, 8), l = var("l", 0, 5), b = var("b", 0, 5), d = var("d", 4, 8);
+  SInt x = a * l * b + d * b + 4;
+  SInt y = x * -3;
+  CHECK(y.isNode());
+  CHECK(intMin(y) <= intMax(y));
+  CHECK(intMax(y) == -12);            // every product term is <= 0, the constant is -12
+  CHECK(intMin(y) == -3 * (8 * 5 * 5 + 8 * 5 + 4));
+  SInt m = a * (b * -2);
+  CHECK(intMin(m) == -80);
+  CHECK(intMax(m) == 0);
+  // the positive case is the reference's, unchanged
+  CHECK((a * b).render() == "(a*b)");
+  CHECK(intMax(a * b) == 40);
+}

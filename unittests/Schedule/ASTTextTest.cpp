@@ -290,6 +290,9 @@ TEST_CASE("ASTText: malformed input gives FILE:LINE:COL messages") {
                        "x.ast:1:1: error: symbolic expression always equals 0; write the integer", ParseError);
   CHECK_THROWS_WITH_AS(parseSInt("(a[0-8]*0)", "x.ast"),
                        "x.ast:1:1: error: symbolic expression always equals 0; write the integer", ParseError);
+  // one variable name, two ranges: the kernel would run both with one value
+  CHECK_THROWS_WITH_AS(parseSInt("(n[1-10]+(n[1-1000]*2))", "x.ast"),
+                       "x.ast:1:11: error: variable 'n' has the ranges [1-10] and [1-1000]", ParseError);
   // bad dtype
   CHECK(parseErrorOf("BufferOps.STORE idx=0 dtype=float33\n") ==
         "bad.ast:1:29: error: unknown dtype 'float33'");
