@@ -206,6 +206,89 @@ bool gatherVectorize(Kernel &k) {
   return true;
 }
 
+// Dot products along a short reduce axis that every input reads contiguously or not at all (a
+// conv's weight gradient: outputs [cout, cin, kh, kw] over the batch and the image, whose only
+// output vector axis, kw, has 3 or 5 elements, while ow is contiguous in both inputs). The reduce
+// axis becomes the vector (the lowering's dot-product mode: vector partial sums reduced once per
+// output), padded with zeros to the vector width (PADTO: a SUM of ops that keep 0 at 0), and a
+// register tile of rows x cols outputs over two axes that each move one input only shares every
+// loaded vector. Returns whether it applied.
+bool reduceVectorize(Kernel &k) {
+  int fr = k.firstReduce();
+  int lastRed = static_cast<int>(k.shapeLen()) - k.upcasted - 1;
+  if (!k.reduceop || k.reduceop->op != Op::Sum || lastRed < fr || !isIntSize(k, lastRed)) return false;
+  int64_t r = k.fullShape()[lastRed].asInt();
+  bool anyUnit = false;
+  for (size_t i = 1; i < k.bufs.size(); ++i) {
+    if (k.bufs[i]->op == Op::Const) continue;
+    auto s = strideOf(k, i, lastRed);
+    if (!s || (*s != 0 && *s != 1)) return false;
+    anyUnit = anyUnit || *s == 1;
+  }
+  if (!anyUnit) return false;
+  // the vector: the fewest registers per row of the reduce axis, then the least padding
+  int64_t width = 0, padded = 0, regs = 0;
+  for (int64_t w : {8, 16, 32}) {
+    int64_t p = (r + w - 1) / w * w, n = p / w * std::max<int64_t>(1, w * 32 / k.opts.vectorBits);
+    if (p - r >= r) continue;
+    if (width == 0 || n < regs || (n == regs && p < padded)) {
+      width = w;
+      padded = p;
+      regs = n;
+    }
+  }
+  if (width == 0) return false;
+  int64_t regsPerAcc = std::max<int64_t>(1, width * 32 / k.opts.vectorBits);
+  // the tile: cols along a short output axis (the innermost such), rows along another, where no
+  // input moves along both (each loaded vector is then reused across the other axis)
+  auto moves = [&](size_t i, int a) {
+    auto sa = strideOf(k, i, a);
+    return !sa || *sa != 0;
+  };
+  auto disjoint = [&](int a, int b) {
+    bool alongA = false, alongB = false;
+    for (size_t i = 1; i < k.bufs.size(); ++i) {
+      if (k.bufs[i]->op == Op::Const) continue;
+      if (moves(i, a) && moves(i, b)) return false;
+      alongA = alongA || moves(i, a);
+      alongB = alongB || moves(i, b);
+    }
+    return alongA && alongB;
+  };
+  int colAxis = -1, rowAxis = -1;
+  for (int b = fr - 1; b >= 0 && rowAxis < 0; --b) {
+    if (!isIntSize(k, b) || k.fullShape()[b].asInt() < 2 || k.fullShape()[b].asInt() > 8) continue;
+    for (int a = fr - 1; a >= 0 && rowAxis < 0; --a)
+      if (a != b && isIntSize(k, a) && k.fullShape()[a].asInt() >= 2 && disjoint(a, b)) {
+        colAxis = b;
+        rowAxis = a;
+      }
+  }
+  if (colAxis < 0) return false;
+  int64_t cols = k.fullShape()[colAxis].asInt(), rows = 1;
+  for (int64_t c : {8, 6, 4, 3, 2})
+    if (k.fullShape()[rowAxis].asInt() % c == 0 && c * cols * regsPerAcc <= 24) {
+      rows = c;
+      break;
+    }
+  if (rows * cols < 4) return false;
+  // on a copy: PADTO refuses a reduce it cannot pad with zeros
+  Kernel t = k;
+  try {
+    // the later axis first, so that upcasting it whole (which removes it) leaves the other in place
+    int hi = std::max(colAxis, rowAxis), lo = std::min(colAxis, rowAxis);
+    t.applyOpt({OptOp::Upcast, hi, hi == colAxis ? cols : rows});
+    t.applyOpt({OptOp::Upcast, lo, lo == colAxis ? cols : rows});
+    int red = static_cast<int>(t.shapeLen()) - t.upcasted - 1;
+    if (padded != r) t.applyOpt({OptOp::PadTo, red, width});
+    t.applyOpt({OptOp::Unroll, red - t.firstReduce(), width});
+  } catch (const UnsupportedError &) {
+    return false;
+  }
+  k = std::move(t);
+  return true;
+}
+
 } // namespace
 
 void applyCPUHeuristics(Kernel &k) {
@@ -227,6 +310,9 @@ void applyCPUHeuristics(Kernel &k) {
     return;
   }
   int64_t vsize = k.fullShape()[*vec].asInt();
+  // an output vector of fewer than 8 lanes: dot products along the reduce axis instead, if it can
+  if (k.reduceop && vsize < 8 && wide && !transcendental && varsFromAst(*k.ast).empty() && reduceVectorize(k))
+    return;
   // element-wise kernels are vectorized well by LLVM over their innermost loop; a large one also
   // streams its output past the caches (a cache-line-wide vector store per iteration)
   if (!k.reduceop && *vec + 1 == static_cast<size_t>(k.firstReduce())) {

@@ -98,7 +98,8 @@ private:
   int64_t lanes = 0;
   bool streamed = false; // a streaming store was emitted: fence before returning
   NodeRef vidx;
-  bool canVectorize(int axis);
+  bool vecReduce = false; // the vector axis is a reduce axis (dot products)
+  bool canVectorize(int axis, bool reduceAxis);
   bool usesVidx(const Node &n) const;
   bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
   Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
@@ -136,7 +137,7 @@ bool CPULowerer::contiguousInVidx(const NodeRef &idx, NodeRef *base) const {
   return true;
 }
 
-bool CPULowerer::canVectorize(int axis) {
+bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
   static const std::set<Op> ok = {Op::Load, Op::Const, Op::Store, Op::Add,  Op::Sub,   Op::Mul,  Op::Div,
                                   Op::Max,  Op::CmpLt, Op::Where, Op::Neg,  Op::Sqrt,  Op::Recip, Op::Sum,
                                   Op::ReduceMax, Op::Cast};
@@ -153,6 +154,8 @@ bool CPULowerer::canVectorize(int axis) {
     if (isBufferOp(x->op) && !(x->bufferDType() == dtypes::float32 || x->bufferDType() == dtypes::float64))
       return false;
   }
+  // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
+  if (reduceAxis) return k.reduceop && dtypeOf(*k.reduceop).isFloating();
   // the output must be contiguous along the axis
   std::vector<NodeRef> ix;
   for (size_t a = 0; a < k.shapeLen(); ++a)
@@ -414,13 +417,29 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     LAZYJIT_INTERNAL_CHECK(full[a].isInt(), "codegen: upcast axis {} is symbolic", a);
     (pyEq(full[a], outShape[a]) ? outUp : redUp).push_back(a);
   }
-  // vector mode: the last output-upcast axis becomes one LLVM vector when everything allows it
-  if (!outUp.empty()) {
+  // vector mode: one upcast axis becomes one LLVM vector when everything allows it. A last upcast
+  // axis that is a reduce axis of 8 to 64 elements is vectorized as vector partial sums, each
+  // reduced to one value before the store (dot products); otherwise the last output-upcast axis,
+  // with vector accumulators and vector stores.
+  if (up > 0 && !redUp.empty() && redUp.back() == n - 1 && full[n - 1].asInt() >= 8 &&
+      full[n - 1].asInt() <= 64) {
+    int64_t size = full[n - 1].asInt();
+    vidx = variable("vidx", 0, size - 1);
+    lanes = size;
+    if (canVectorize(n - 1, true)) {
+      vecAxis = n - 1;
+      vecReduce = true;
+      redUp.pop_back();
+    } else {
+      lanes = 0;
+    }
+  }
+  if (vecAxis < 0 && !outUp.empty()) {
     int cand = outUp.back();
     int64_t size = full[cand].asInt();
     vidx = variable("vidx", 0, size - 1);
     lanes = size;
-    if (size >= 4 && size <= 64 && canVectorize(cand)) {
+    if (size >= 4 && size <= 64 && canVectorize(cand, false)) {
       vecAxis = cand;
       outUp.pop_back();
     } else {
@@ -439,7 +458,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   auto setUpcast = [&](std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) {
     for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
     for (size_t i = 0; i < redUp.size(); ++i) ix[redUp[i]] = numNode(rc ? (*rc)[i] : 0);
-    if (vecAxis >= 0) ix[vecAxis] = vidx;
+    // (a vector reduce axis is zeroed, as every reduce axis, where the reduce is done)
+    if (vecAxis >= 0) ix[vecAxis] = vecReduce && !rc ? numNode(0) : vidx;
   };
   bool vec = vecAxis >= 0;
 
@@ -500,14 +520,19 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         return next;
       };
       std::vector<Value *> finals = reduceLoops(fr, init);
-      for (auto *v : finals) accs.push_back(Val{v, rdt});
+      for (auto *v : finals) {
+        if (vecReduce) // the lanes' partial results, combined (in any order: reassoc)
+          v = rop == Op::Sum ? b.CreateFAddReduce(ConstantFP::getNegativeZero(v->getType()->getScalarType()), v)
+                             : b.CreateFPMaximumReduce(v);
+        accs.push_back(Val{v, rdt});
+      }
     }
     // late buffers are read with the reduce indices zeroed
     for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
     for (size_t o = 0; o < outCombos.size(); ++o) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], nullptr);
-      if (vec) vecStore(ix, vecEval(top, ix, accs.empty() ? nullptr : &accs[o]));
+      if (vec && !vecReduce) vecStore(ix, vecEval(top, ix, accs.empty() ? nullptr : &accs[o]));
       else storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
     }
   };

@@ -62,6 +62,16 @@ std::vector<Program> oddPrograms() {
          return empty({3, 5}).pad2d({1, 2, 0, 1}).mul(empty({4, 8})).sum(std::vector<int64_t>{1});
        }},
       {"elementwise 7x3 with broadcast", [] { return empty({7, 3}).mul(empty({1, 3})).add(empty({7, 1})); }},
+      {"row max 5x16 (refuses padding; dot-product lanes of a MAX)", [] {
+         return empty({5, 16}).max(std::vector<int64_t>{1});
+       }},
+      {"weight gradient of a 3x3 conv over 6x6", [] {
+         // sum over n, oh, ow of x[n, ci, oh+kh, ow+kw] * dy[n, co, oh, ow]
+         Tensor x = Tensor::empty({2, 3, 8, 8}, {std::nullopt, std::nullopt, true});
+         Tensor w = Tensor::empty({4, 3, 3, 3}, {std::nullopt, std::nullopt, true});
+         x.conv2d(w).relu().sum().backward();
+         return *w.grad();
+       }},
   };
 }
 
@@ -82,9 +92,12 @@ TEST_CASE("PADTO: every padded axis of odd-sized kernels equals NOOPT and stays 
     for (int64_t axis = 0; axis < static_cast<int64_t>(k.shapeLen()); ++axis)
       for (int64_t amt : {4, 8, 16, 32}) {
         // pad, then upcast (output axis) or unroll (reduce axis) by the padded multiple; and pad alone
+        // (unrolling a reduce axis by 8 or more, last, makes it the vector of a dot product)
         std::vector<std::vector<Opt>> lists = {{{OptOp::PadTo, axis, amt}}};
         if (axis < fr) lists.push_back({{OptOp::PadTo, axis, amt}, {OptOp::Upcast, axis, amt}});
-        else if (amt <= 8) lists.push_back({{OptOp::PadTo, axis, amt}, {OptOp::Unroll, axis - fr, amt}});
+        else lists.push_back({{OptOp::PadTo, axis, amt}, {OptOp::Unroll, axis - fr, amt}});
+        if (axis >= fr && k.fullShape()[axis].asInt() % amt == 0)
+          lists.push_back({{OptOp::Unroll, axis - fr, amt}});
         for (const auto &opts : lists) {
           CAPTURE(opts[0].str());
           CAPTURE(opts.size());
@@ -180,5 +193,38 @@ TEST_CASE("CPU heuristics: the CNN's training kernels equal NOOPT and stay insid
   if (TargetSpec::host().features.find("+avx512f") != std::string::npos) {
     CHECK(padded);
     CHECK(gathered);
+  }
+}
+
+TEST_CASE("Dot-product vector mode: a last unrolled reduce axis of 8+ lanes is summed per output at the end") {
+  KernelRunner runner;
+  CompileOptions noopt;
+  noopt.noopt = true;
+  // x @ w.T with a 25-long reduce: padded to 32 lanes of partial sums, a 2x3 register tile
+  LazyOpRef dot = lastKernel(empty({4, 25}).matmul(empty({3, 25}).transpose(0, 1)));
+  CompileOptions o;
+  o.applyOpts = std::vector<Opt>{{OptOp::Upcast, 1, 3}, {OptOp::Upcast, 0, 2}, {OptOp::PadTo, 1, 32},
+                                 {OptOp::Unroll, 0, 32}};
+  std::string ir = emitKernelText(dot, TargetSpec::host(), o, IRStage::LLVM);
+  CHECK(ir.find("fmul reassoc nsz arcp contract afn <32 x float>") != std::string::npos);
+  CHECK(ir.find("@llvm.vector.reduce.fadd.v32f32(float -0.000000e+00") != std::string::npos);
+  checkSame(runner.run(dot, noopt, 5), runner.run(dot, o, 5));
+  // a MAX reduce cannot be padded, but its 16 lanes reduce with IEEE maximum (NaN propagates)
+  LazyOpRef mx = lastKernel(empty({5, 16}).max(std::vector<int64_t>{1}));
+  o.applyOpts = std::vector<Opt>{{OptOp::Unroll, 0, 16}};
+  CHECK(emitKernelText(mx, TargetSpec::host(), o, IRStage::LLVM).find("@llvm.vector.reduce.fmaximum.v16f32") !=
+        std::string::npos);
+  checkSame(runner.run(mx, noopt, 5), runner.run(mx, o, 5));
+  // the heuristics pick it for a conv's weight gradient, whose output vector axis (kw) is 3 wide
+  Tensor x = Tensor::empty({2, 16, 8, 8}, {std::nullopt, std::nullopt, true});
+  Tensor w = Tensor::empty({8, 16, 3, 3}, {std::nullopt, std::nullopt, true});
+  x.conv2d(w).relu().sum().backward();
+  LazyOpRef wgrad = lastKernel(*w.grad());
+  KernelRun got = runner.run(wgrad, {}, 5);
+  checkSame(runner.run(wgrad, noopt, 5), got);
+  if (TargetSpec::host().features.find("+avx512f") != std::string::npos) {
+    REQUIRE(!got.applied.empty());
+    CHECK(got.applied.back().op == OptOp::Unroll);
+    CHECK(got.applied.back().amt >= 8);
   }
 }
