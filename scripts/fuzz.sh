@@ -27,7 +27,7 @@ for t in "${targets[@]}"; do
   log="build-fuzz/logs/$t.log"
   echo "== fuzz-$t for ${secs}s"
   # stdout (the tool's values) is closed; stderr (user-error messages, reports) goes to the log
-  if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      "./build-fuzz/fuzz/fuzz-$t" "build-fuzz/corpus/$t" "fuzz/corpus/$t" \
        -max_total_time="$secs" -rss_limit_mb=4096 -timeout=60 -close_fd_mask=1 \
        -artifact_prefix="build-fuzz/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then

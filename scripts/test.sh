@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test through CTest.
-#   scripts/test.sh                  sanitizer build of the unit tests, then the full build + all tests
+#   scripts/test.sh                  sanitizer build of the unit tests (+ short fuzz runs), then the
+#                                    full build + all tests
 #   scripts/test.sh --no-sanitize    only the full build + all tests
-#   scripts/test.sh --sanitize       only the ASan+UBSan build of the unit tests
+#   scripts/test.sh --sanitize       only the ASan+UBSan build of the unit tests and fuzz targets
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,12 +21,23 @@ jobs=$(nproc)
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 
 if [ "$mode" != main ]; then
-  echo "== sanitizer build (ASan + UBSan) of the unit tests"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLAZYJIT_SANITIZE=ON \
-        -DLAZYJIT_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-asan -j "$jobs" --target lazyjit-unittests
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  # the unit tests under ASan + UBSan with the CPU kernels' bounds checks on; with clang-19, the
+  # same build (the `fuzz` preset) also runs every fuzz target for a short time
+  export LAZYJIT_BOUNDS=1
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  if command -v clang++-19 >/dev/null; then
+    echo "== sanitizer build (clang-19, ASan + UBSan, fuzz targets): unit tests and short fuzz runs"
+    cmake --preset fuzz >/dev/null
+    cmake --build build-fuzz -j "$jobs" --target lazyjit-unittests lazyjit-fuzzers
+    ctest --test-dir build-fuzz -L unit --output-on-failure -j "$jobs"
+    ctest --test-dir build-fuzz -L fuzz --output-on-failure -j "$jobs"
+  else
+    echo "== sanitizer build (ASan + UBSan) of the unit tests (clang-19 missing: no fuzz targets)"
+    cmake --preset asan >/dev/null
+    cmake --build build-asan -j "$jobs" --target lazyjit-unittests
     ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
+  fi
+  unset LAZYJIT_BOUNDS ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
 if [ "$mode" != sanitize ]; then

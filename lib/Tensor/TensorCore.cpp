@@ -5,6 +5,7 @@
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Support/Config.h"
 
 #include <atomic>
 #include <cmath>
@@ -202,6 +203,10 @@ std::vector<uint8_t> Tensor::toBytes() const {
   int64_t n = prodInt(shape());
   LAZYJIT_USER_CHECK(static_cast<double>(n) * dtype().itemsize() < 0x1p47, UnsupportedError,
                      "cannot read back {}: {} elements do not fit in host memory", describe(*this), n);
+  int64_t limit = config().maxBufferBytes;
+  LAZYJIT_USER_CHECK(limit == 0 || static_cast<double>(n) * dtype().itemsize() <= static_cast<double>(limit),
+                     DeviceError, "cannot read back {}: {} bytes exceed LAZYJIT_MAX_BUFFER_BYTES={}", describe(*this),
+                     n * dtype().itemsize(), limit);
   std::vector<uint8_t> out;
   try {
     out.resize(static_cast<size_t>(n) * dtype().itemsize());
