@@ -379,6 +379,7 @@ Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, cons
   default: break;
   }
   LAZYJIT_INTERNAL_CHECK(false, "codegen: {} in vector mode", opName(op.op));
+  return {};
 }
 
 void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {

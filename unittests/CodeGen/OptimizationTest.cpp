@@ -1,6 +1,7 @@
 // Every CPU kernel optimization against the unoptimized kernel (NOOPT, the `--noopt` path) on
 // random inputs: matmul register tiles and loop swaps, conv with padding (masked vector loads),
-// column reductions, odd sizes that force narrow vectors, and broadcast operands. Each program
+// column reductions, odd sizes that force narrow or padded vectors (PADTO), broadcast operands,
+// and a conv layer's gradients (dot products along a reduce axis, gathers through view stacks). Each program
 // also checks that the optimizations it targets were applied, so the comparison is not vacuous.
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -51,6 +52,14 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
   Tensor img = rnd({2, 5, 9, 12}, 6), w = rnd({8, 5, 3, 3}, 7);
   Tensor col = rnd({33, 40}, 8), big = rnd({3, 64, 64}, 9);
   Tensor lin = rnd({96, 48}, 10), odd3 = rnd({13, 48}, 16);
+  Tensor img20 = rnd({2, 3, 24, 24}, 17), w5 = rnd({6, 3, 5, 5}, 18), cols25 = rnd({48, 25}, 19);
+  Tensor gx = rnd({2, 8, 10, 10}, 20), gw = rnd({16, 8, 3, 3}, 21);
+  // a conv layer's input or weight gradient (relu keeps the output gradient a real buffer)
+  auto convGrad = [&](bool input) {
+    Tensor x = gx.detach().setRequiresGrad(true), w = gw.detach().setRequiresGrad(true);
+    x.conv2d(w).relu().sum().backward();
+    return input ? *x.grad() : *w.grad();
+  };
   std::vector<Case> cases = {
       {"matmul 64x48 @ 48x96", [&] { return a.matmul(b); }, {OptOp::Upcast, OptOp::Swap}},
       {"matmul + bias + relu", [&] { return a.matmul(b).add(c).relu(); }, {OptOp::Upcast}},
@@ -67,6 +76,11 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       {"x @ w.T (nn.Linear's form): dot-product tiles", [&] { return a.matmul(lin.transpose(0, 1)).add(c).relu(); },
        {OptOp::Upcast}},
       {"x @ w.T with odd rows", [&] { return odd3.matmul(lin.transpose(0, 1)); }, {}},
+      // odd vector axes: padded (PADTO) on AVX-512, narrower vectors elsewhere
+      {"conv2d 5x5 with a 20-wide output", [&] { return img20.conv2d(w5); }, {}},
+      {"matmul with 25 columns", [&] { return a.matmul(cols25); }, {}},
+      {"conv weight gradient (dot products along ow)", [&] { return convGrad(false); }, {}},
+      {"conv input gradient (col2im: gathers through a view stack)", [&] { return convGrad(true); }, {}},
   };
   for (const auto &cs : cases) {
     CAPTURE(cs.name);
