@@ -266,8 +266,9 @@ bool reduceVectorize(Kernel &k) {
   }
   if (colAxis < 0) return false;
   int64_t cols = k.fullShape()[colAxis].asInt(), rows = 1;
+  // accumulators plus the rows' and cols' loaded vectors stay within AVX-512's 32 registers
   for (int64_t c : {8, 6, 4, 3, 2})
-    if (k.fullShape()[rowAxis].asInt() % c == 0 && c * cols * regsPerAcc <= 24) {
+    if (k.fullShape()[rowAxis].asInt() % c == 0 && (c * cols + c + cols) * regsPerAcc <= 30) {
       rows = c;
       break;
     }
