@@ -1,6 +1,7 @@
 // LazyBuffer construction, the dedup cache, and the creation/elementwise/reduce ops of lazy.py.
 // Movement ops and their pushing rules are in MovementOps.cpp.
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Support/Release.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Logging.h"
 #include "lazyjit/Support/Math.h"
@@ -16,14 +17,7 @@ namespace lazyjit {
 // ---- WeakBufferSet --------------------------------------------------------------------------------
 
 namespace {
-template <typename T> void eraseOne(PtrList<T> &v, const void *x) {
-  for (size_t i = 0; i < v.size(); ++i)
-    if (v[i] == x) {
-      v[i] = v.back();
-      v.pop_back();
-      return;
-    }
-}
+template <typename T> void eraseOne(PtrList<T> &v, const void *x) { v.erase(x); }
 } // namespace
 
 WeakBufferSet::~WeakBufferSet() {
@@ -31,20 +25,13 @@ WeakBufferSet::~WeakBufferSet() {
 }
 
 void WeakBufferSet::add(LazyBuffer *b) {
-  for (const LazyBuffer *x : items)
-    if (x == b) return;
+  if (items.contains(b)) return;
   items.push_back(b);
   b->memberOf_.push_back(this);
 }
 
 void WeakBufferSet::discard(const LazyBuffer *b) {
-  for (size_t i = 0; i < items.size(); ++i)
-    if (items[i] == b) {
-      eraseOne(items[i]->memberOf_, this);
-      items[i] = items.back();
-      items.pop_back();
-      return;
-    }
+  if (items.erase(b)) eraseOne(const_cast<LazyBuffer *>(b)->memberOf_, this);
 }
 
 std::vector<LazyBufferRef> WeakBufferSet::live() const {
@@ -87,6 +74,8 @@ LazyBuffer::~LazyBuffer() {
   --liveCounter();
   // leave every set first: nothing may see this buffer as a live child while its members go
   for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
+  deferRelease(std::move(op));
+  deferRelease(std::move(base_));
 }
 
 LazyBufferRef LazyBuffer::create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,

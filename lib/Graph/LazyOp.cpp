@@ -1,6 +1,7 @@
 // LazyOp structure: hashing, structural equality, buffer collection, buffer mapping, and the
 // reference's FlopCounter (get_lazyop_info) and vars_from_ast.
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Support/Release.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Support/Math.h"
 
@@ -71,6 +72,13 @@ size_t argHash(const LazyOpArg &a) {
       },
       a);
   return h;
+}
+
+LazyOp::~LazyOp() {
+  for (LazySrc &s : src) {
+    deferRelease(std::move(s.op));
+    deferRelease(std::move(s.buf));
+  }
 }
 
 LazyOp::LazyOp(Op op_, std::vector<LazySrc> src_, LazyOpArg arg_)

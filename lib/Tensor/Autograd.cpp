@@ -2,12 +2,23 @@
 // Tensor::backward (the reference's deepwalk and gradient accumulation).
 #include "TensorInternals.h"
 #include "lazyjit/Tensor/Function.h"
+#include "lazyjit/Support/Release.h"
 
 #include <unordered_set>
 
 namespace lazyjit {
 
 bool Tensor::noGrad = false;
+
+TensorImpl::~TensorImpl() {
+  deferRelease(std::move(ctx));
+  deferRelease(std::move(grad));
+  deferRelease(std::move(lazydata));
+}
+
+Function::~Function() {
+  for (Tensor &p : parents_) deferRelease(std::move(p.impl));
+}
 
 std::vector<LazyBufferRef> Function::backward(const LazyBufferRef &) {
   throw UnsupportedError(fmt::format(

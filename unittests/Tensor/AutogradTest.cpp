@@ -6,6 +6,8 @@
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Tensor/Function.h"
 
+#include <pthread.h>
+
 using namespace lazyjit;
 using namespace lazyjit::testing;
 
@@ -16,6 +18,21 @@ Tensor leaf(const Vals &v, const Ints &shape, std::optional<bool> rg, const std:
 }
 
 Vals valuesOf(const Tensor &t) { return t.toVector<double>(); }
+
+// Runs `fn` on a thread with a small stack: freeing a graph through nested destructors would
+// overflow it long before the graph's depth.
+void onSmallStack(void (*fn)()) {
+  pthread_attr_t attr;
+  REQUIRE(pthread_attr_init(&attr) == 0);
+  REQUIRE(pthread_attr_setstacksize(&attr, size_t(512) << 10) == 0);
+  pthread_t th;
+  REQUIRE(pthread_create(&th, &attr, [](void *f) -> void * {
+            reinterpret_cast<void (*)()>(f)();
+            return nullptr;
+          }, reinterpret_cast<void *>(fn)) == 0);
+  REQUIRE(pthread_join(th, nullptr) == 0);
+  pthread_attr_destroy(&attr);
+}
 } // namespace
 
 TEST_CASE("Autograd: requires_grad has three states and propagates as the reference's Function") {
@@ -213,6 +230,22 @@ TEST_CASE("Autograd: backward of a long chain walks iteratively") {
   for (int i = 0; i < 20000; ++i) y = i % 2 ? y.reshape({3}) : y.reshape({1, 3});
   (y * leaf({1, 2, 3}, {3}, false, "CPU")).sum().backward();
   CHECK(valuesOf(*x.grad()) == Vals{1, 2, 3});
+}
+
+TEST_CASE("Autograd: a graph 100000 ops deep is freed without recursion") {
+  static constexpr int kDepth = 100000;
+  static size_t before, built;
+  before = liveLazyBufferCount();
+  onSmallStack([] {
+    // a lazy graph 100000 unrealized ops deep (one merged elementwise tree: no constant leaves),
+    // each op's Function keeping its parent Tensor
+    Tensor x = Tensor::fromValues({1, 2, 3}, Shape{3}, {dtypes::float32, "CPU", true});
+    Tensor y = x;
+    for (int i = 0; i < kDepth; ++i) y = -y;
+    built = liveLazyBufferCount();
+  });
+  CHECK(built > before + kDepth);
+  CHECK(liveLazyBufferCount() <= before + 2);
 }
 
 TEST_CASE("Autograd: the graph of a backward pass is freed once the gradients are realized") {

@@ -91,6 +91,8 @@ public:
   LazyOpArg arg;
 
   LazyOp(Op op, std::vector<LazySrc> src, LazyOpArg arg = {});
+  /// Frees its sources through deferRelease: a graph thousands of ops deep is freed without recursion.
+  ~LazyOp();
   static LazyOpRef make(Op op, std::vector<LazySrc> src, LazyOpArg arg = {}) {
     return std::make_shared<const LazyOp>(op, std::move(src), std::move(arg));
   }

@@ -31,7 +31,8 @@ namespace lazyjit {
 
 class Function {
 public:
-  virtual ~Function() = default;
+  /// Frees its parents through deferRelease (see TensorImpl).
+  virtual ~Function();
 
   /// The reference's class name (Mul, Sum, Reshape, ...), used in errors.
   virtual std::string_view name() const = 0;

@@ -33,6 +33,10 @@ struct TensorImpl {
   std::shared_ptr<Function> ctx;
   /// Set when backward() has used and dropped `ctx`, so a second backward through it is an error.
   bool graphUsed = false;
+
+  /// Frees its Function and gradient through deferRelease (a chain of Functions thousands deep is
+  /// freed without recursion).
+  ~TensorImpl();
 };
 
 /// A Python-style slice or index for Tensor::slice / getitem.
