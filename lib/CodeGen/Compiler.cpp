@@ -133,10 +133,15 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, int level) {
 
 bool noOptimizations(const CompileOptions &o) { return o.noopt || config().noopt; }
 
+bool checksBounds(const CompileOptions &o, const TargetSpec &t) {
+  return t.kind == TargetSpec::Kind::CPU && boundsChecking(o);
+}
+
 std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptions &o) {
   size_t h = ast.hash();
   hashCombine(h, std::hash<std::string>{}(t.key()));
   hashCombine(h, noOptimizations(o));
+  hashCombine(h, checksBounds(o, t));
   if (o.applyOpts && !noOptimizations(o))
     for (const auto &opt : *o.applyOpts) hashCombine(h, std::hash<std::string>{}(opt.str()));
   return fmt::format("lj_{:016x}", static_cast<uint64_t>(h));
@@ -211,6 +216,8 @@ std::string TargetSpec::key() const {
 
 std::string llvmVersionString() { return LLVM_VERSION_STRING; }
 
+bool boundsChecking(const CompileOptions &o) { return o.bounds || config().bounds; }
+
 Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
   KernelOptions ko;
   if (target.features.find("+avx512f") != std::string::npos) ko.vectorBits = 512;
@@ -221,6 +228,7 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
     ko.localMax = {1024, 1024, 64};
   }
   Kernel k(ast, ko);
+  k.boundsCheck = checksBounds(opts, target);
   if (noOptimizations(opts)) return k;
   if (opts.applyOpts)
     for (const auto &o : *opts.applyOpts) k.applyOpt(o);
@@ -238,6 +246,7 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
     if (x->op != Op::Const) sig.numBuffers = std::max(sig.numBuffers, x->memBuffer().idx + 1);
   sig.vars = varsFromAst(*ast);
   sig.opts = k.appliedOpts;
+  sig.boundsChecked = k.boundsCheck;
   std::string axes;
   int fr = k.firstReduce(), n = static_cast<int>(k.shapeLen());
   for (int a = 0; a < n; ++a) {

@@ -22,6 +22,7 @@
 #include "VectorMath.h"
 #include "lazyjit/Support/Error.h"
 
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/TargetParser/Triple.h>
@@ -107,7 +108,7 @@ private:
   llvm::IntegerType *vecIndexType(const Node &n);
   Value *maskFor(const NodeRef &valid);
   Val vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
-  Value *gather(Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid);
+  Value *gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid);
   Val vecConvert(Val x, DType to);
   Val vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
   void vecStore(const std::vector<NodeRef> &idxs, Val v);
@@ -238,7 +239,7 @@ Value *CPULowerer::maskFor(const NodeRef &valid) {
 //   br i1 %invariantValid, label %gather, label %gather.cont
 //   gather:       %g = call <N x float> @llvm.masked.gather(... %laneMask ...)
 //   gather.cont:  %v = phi <N x float> [ zeroinitializer, %entry ], [ %g, %gather ]
-Value *CPULowerer::gather(Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid) {
+Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid) {
   Align align(et->getScalarSizeInBits() / 8);
   Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
   std::vector<NodeRef> conj = valid->kind == NodeKind::And ? valid->nodes : std::vector<NodeRef>{valid};
@@ -258,8 +259,14 @@ Value *CPULowerer::gather(Value *ptr, Type *et, const NodeRef &idx, const NodeRe
   for (const auto &t : terms) (usesVidx(*t) ? var : inv).push_back(t);
   NodeRef offsets = sumNodes(var);
   Value *p = inv.empty() ? ptr : b.CreateGEP(et, ptr, asI64(render(*sumNodes(inv))));
-  Value *ptrs = b.CreateGEP(et, p, renderVec(*offsets, vecIndexType(*offsets)));
+  Value *offsetVec = renderVec(*offsets, vecIndexType(*offsets));
+  Value *ptrs = b.CreateGEP(et, p, offsetVec);
   Value *mask = varValid.empty() ? splat(b.getTrue()) : maskFor(andNodes(varValid));
+  if (boundsReport) {
+    Value *lanesIdx = b.CreateSExt(offsetVec, VectorType::get(b.getInt64Ty(), static_cast<unsigned>(lanes), false));
+    if (!inv.empty()) lanesIdx = b.CreateAdd(lanesIdx, b.CreateVectorSplat(static_cast<unsigned>(lanes), asI64(render(*sumNodes(inv)))));
+    checkAccess(memIdx, lanesIdx, varValid.empty() ? nullptr : mask);
+  }
   Value *g = b.CreateMaskedGather(vt, ptrs, align, mask, Constant::getNullValue(vt));
   if (!cont) return g;
   BasicBlock *body = b.GetInsertBlock();
@@ -287,14 +294,17 @@ Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
     Value *c = splat(vb.constant(op.constBuffer().val, dt).v);
     out.v = alwaysValid ? c : b.CreateSelect(maskFor(valid), c, vecZero(dt));
   } else {
-    Value *ptr = bufPtrs.at(op.memBuffer().idx);
+    int mi = op.memBuffer().idx;
+    Value *ptr = bufPtrs.at(mi);
     NodeRef base;
     if (!usesVidx(*idx)) {
       if (alwaysValid) {
+        checkAccess(mi, asI64(render(*idx)), nullptr);
         out.v = splat(vb.load(ptr, asI64(render(*idx)), dt).v);
       } else {
         Value *mask = maskFor(valid);
         Value *any = b.CreateOrReduce(mask);
+        checkAccess(mi, asI64(render(*idx)), any);
         Value *safe = b.CreateSelect(any, asI64(render(*idx)), i64(0));
         out.v = b.CreateSelect(mask, splat(vb.load(ptr, safe, dt).v), vecZero(dt));
       }
@@ -303,10 +313,11 @@ Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
       Value *p = alwaysValid ? b.CreateInBoundsGEP(et, ptr, asI64(render(*base)))
                              : b.CreateGEP(et, ptr, asI64(render(*base)));
       Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
+      if (boundsReport) checkAccess(mi, laneIndices(asI64(render(*base)), lanes), alwaysValid ? nullptr : maskFor(valid));
       if (alwaysValid) out.v = b.CreateAlignedLoad(vt, p, align);
       else out.v = b.CreateMaskedLoad(vt, p, align, maskFor(valid), vecZero(dt));
     } else {
-      out.v = gather(ptr, et, idx, valid);
+      out.v = gather(mi, ptr, et, idx, valid);
     }
   }
   loadCache[key] = out;
@@ -389,6 +400,7 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   NodeRef base;
   LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector store is not contiguous");
   Val x = vecConvert(v, outDt);
+  if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
   Value *p = b.CreateInBoundsGEP(vb.regType(outDt), bufPtrs[0], asI64(render(*base)));
   Align align(outDt.itemsize());
   // a streaming store needs a whole, aligned cache line: buffers are 64-byte aligned, so the
@@ -511,12 +523,12 @@ void CPULowerer::emitBody(Value *start, Value *end) {
             setUpcast(ix, outCombos[o], &rc);
             if (vec) {
               Val v = vecConvert(vecEval(src, ix, nullptr), rdt);
-              next[o] = alu == Op::Add ? b.CreateFAdd(v.v, next[o])
+              next[o] = alu == Op::Add ? markAccumulate(b.CreateFAdd(v.v, next[o]))
                                        : b.CreateBinaryIntrinsic(Intrinsic::maximum, v.v, next[o]);
               continue;
             }
             Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
-            next[o] = vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v;
+            next[o] = markAccumulate(vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v);
           }
         return next;
       };
@@ -588,6 +600,11 @@ Function *CPULowerer::lower(const std::string &symbol) {
   params.insert(params.end(), vars.size(), b.getInt64Ty());
   params.push_back(b.getInt64Ty());
   params.push_back(b.getInt64Ty());
+  // bounds mode: the BoundsReport and each buffer's size in elements
+  if (k.boundsCheck) {
+    params.push_back(ptrTy);
+    params.insert(params.end(), numBufs, b.getInt64Ty());
+  }
   fn = Function::Create(FunctionType::get(b.getVoidTy(), params, false), GlobalValue::InternalLinkage,
                         symbol + ".impl", &m);
   fn->addFnAttr(Attribute::AlwaysInline);
@@ -606,6 +623,15 @@ Function *CPULowerer::lower(const std::string &symbol) {
   Argument *start = fn->getArg(numBufs + vars.size()), *end = fn->getArg(numBufs + vars.size() + 1);
   start->setName("start");
   end->setName("end");
+  if (k.boundsCheck) {
+    size_t first = numBufs + vars.size() + 2;
+    boundsReport = fn->getArg(static_cast<unsigned>(first));
+    boundsReport->setName("bounds");
+    for (int i = 0; i < numBufs; ++i) {
+      bufSizes.push_back(fn->getArg(static_cast<unsigned>(first + 1 + i)));
+      bufSizes.back()->setName("size" + std::to_string(i));
+    }
+  }
 
   BasicBlock *entry = BasicBlock::Create(ctx, "entry", fn);
   b.SetInsertPoint(entry);
@@ -636,6 +662,22 @@ Function *CPULowerer::lower(const std::string &symbol) {
                                         Align(8), *vars[i]->expr));
   args.push_back(entryFn->getArg(2));
   args.push_back(entryFn->getArg(3));
+  if (k.boundsCheck) {
+    // after the variables: the report's address, then each buffer's size in bytes, which is
+    // divided here by the size of the dtype the kernel accesses it as
+    auto slot = [&](size_t i) {
+      return eb.CreateAlignedLoad(eb.getInt64Ty(), eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), entryFn->getArg(1), i),
+                                  Align(8));
+    };
+    args.push_back(eb.CreateIntToPtr(slot(vars.size()), ptrTy, "bounds"));
+    for (int i = 0; i < numBufs; ++i) {
+      int64_t itemsize = 1;
+      for (const LazyOp *x : k.bufs)
+        if (x->op != Op::Const && x->memBuffer().idx == i) itemsize = x->memBuffer().dtype.itemsize();
+      args.push_back(eb.CreateUDiv(slot(vars.size() + 1 + i), eb.getInt64(static_cast<uint64_t>(itemsize)),
+                                   "size" + std::to_string(i)));
+    }
+  }
   eb.CreateCall(fn, args);
   eb.CreateRetVoid();
 

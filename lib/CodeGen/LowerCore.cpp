@@ -2,6 +2,7 @@
 #include "LowerCore.h"
 #include "lazyjit/Support/Error.h"
 
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -9,11 +10,14 @@ namespace lazyjit {
 
 using namespace llvm;
 
+// No `contract`: whether a multiply and an add fuse into an FMA would then depend on the kernel
+// around them, and an element-wise expression recomputed in two kernels (x in a max's forward
+// kernel and in its backward's `x == max` mask) would round differently in each: the mask is then
+// all 0 and the gradient 0/0. Only reduce accumulations contract (markAccumulate).
 FastMathFlags referenceFastMath() {
   FastMathFlags f;
   f.setNoSignedZeros();
   f.setAllowReciprocal();
-  f.setAllowContract();
   f.setApproxFunc();
   f.setAllowReassoc();
   return f;
@@ -249,13 +253,17 @@ Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
     Val c = vb.constant(op.constBuffer().val, dt);
     out = alwaysValid ? c : Val{b.CreateSelect(asI1(render(*valid)), c.v, vb.constant(0, dt).v), dt};
   } else {
-    Value *ptr = bufPtrs.at(op.memBuffer().idx);
+    int mi = op.memBuffer().idx;
+    Value *ptr = bufPtrs.at(mi);
     if (alwaysValid) {
-      out = vb.load(ptr, asIdx(render(*idx)), dt);
+      Value *ix = asIdx(render(*idx));
+      checkAccess(mi, ix, nullptr);
+      out = vb.load(ptr, ix, dt);
     } else {
       // a gated load: the address is clamped to element 0 when invalid, so memory out of bounds
       // is never touched
       Value *gate = asI1(render(*valid));
+      checkAccess(mi, asIdx(render(*idx)), gate);
       Value *safeIdx = b.CreateSelect(gate, asIdx(render(*idx)), idxConst(0));
       Val v = vb.load(ptr, safeIdx, dt);
       out = {b.CreateSelect(gate, v.v, vb.constant(0, dt).v), dt};
@@ -334,24 +342,87 @@ std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Val
 
 
 
+void KernelEmitter::checkAccess(int memIdx, Value *idx, Value *active) {
+  if (!boundsReport) return;
+  auto *vt = dyn_cast<VectorType>(idx->getType());
+  Type *i64t = b.getInt64Ty();
+  Type *wide = vt ? static_cast<Type *>(VectorType::get(i64t, vt->getElementCount())) : i64t;
+  Value *ix = idx->getType() == wide ? idx : b.CreateSExtOrTrunc(idx, wide);
+  Value *size = bufSizes.at(static_cast<size_t>(memIdx));
+  if (vt) size = b.CreateVectorSplat(vt->getElementCount(), size);
+  // unsigned: a negative index is as far out as one past the end
+  Value *bad = b.CreateICmpUGE(ix, size);
+  if (active) bad = b.CreateAnd(bad, active);
+  Value *any = vt ? b.CreateOrReduce(bad) : bad;
+  BasicBlock *fail = BasicBlock::Create(ctx, "oob", fn), *ok = BasicBlock::Create(ctx, "inbounds", fn);
+  MDBuilder md(ctx);
+  b.CreateCondBr(any, fail, ok, md.createUnlikelyBranchWeights());
+  b.SetInsertPoint(fail);
+  Value *badIdx = ix;
+  if (vt) {
+    // the first lane out of bounds
+    unsigned n = static_cast<unsigned>(vt->getElementCount().getFixedValue());
+    Value *bits = b.CreateBitCast(bad, b.getIntNTy(n));
+    Value *lane = b.CreateBinaryIntrinsic(Intrinsic::cttz, bits, b.getTrue());
+    badIdx = b.CreateExtractElement(ix, lane);
+  }
+  // the first violation wins; the others return without writing
+  auto *cx = b.CreateAtomicCmpXchg(boundsReport, b.getInt64(0), b.getInt64(1), MaybeAlign(8),
+                                   AtomicOrdering::Monotonic, AtomicOrdering::Monotonic);
+  BasicBlock *record = BasicBlock::Create(ctx, "oob.record", fn), *out = BasicBlock::Create(ctx, "oob.ret", fn);
+  b.CreateCondBr(b.CreateExtractValue(cx, 1), record, out);
+  b.SetInsertPoint(record);
+  auto field = [&](int i) { return b.CreateConstInBoundsGEP1_64(i64t, boundsReport, i); };
+  b.CreateAlignedStore(b.getInt64(static_cast<uint64_t>(memIdx)), field(1), Align(8));
+  b.CreateAlignedStore(badIdx, field(2), Align(8));
+  b.CreateAlignedStore(bufSizes.at(static_cast<size_t>(memIdx)), field(3), Align(8));
+  b.CreateBr(out);
+  b.SetInsertPoint(out);
+  b.CreateRetVoid();
+  b.SetInsertPoint(ok);
+}
+
+Value *KernelEmitter::laneIndices(Value *base, int64_t lanes) {
+  std::vector<Constant *> steps;
+  for (int64_t i = 0; i < lanes; ++i) steps.push_back(b.getInt64(static_cast<uint64_t>(i)));
+  Value *splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), b.CreateSExtOrTrunc(base, b.getInt64Ty()));
+  return b.CreateAdd(splat, ConstantVector::get(steps));
+}
+
 void KernelEmitter::storeOutput(const std::vector<NodeRef> &idxs, Val v) {
   const LazyOp *store = k.bufs[0];
   DType outDt = store->memBuffer().dtype;
   auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return;
   if (valid->isNum()) {
+    checkAccess(0, asIdx(render(*idx)), nullptr);
     vb.store(bufPtrs[0], asIdx(render(*idx)), v, outDt);
     return;
   }
   BasicBlock *then = BasicBlock::Create(ctx, "store", fn), *cont = BasicBlock::Create(ctx, "store.cont", fn);
   b.CreateCondBr(asI1(render(*valid)), then, cont);
   b.SetInsertPoint(then);
+  checkAccess(0, asIdx(render(*idx)), nullptr);
   vb.store(bufPtrs[0], asIdx(render(*idx)), v, outDt);
   b.CreateBr(cont);
   b.SetInsertPoint(cont);
 }
 
+void KernelEmitter::contractAccumulates() {
+  for (const auto &vh : accumulates) {
+    auto *add = dyn_cast_or_null<BinaryOperator>(static_cast<Value *>(vh));
+    if (!add || add->getOpcode() != Instruction::FAdd) continue;
+    for (Value *op : add->operands())
+      if (auto *mul = dyn_cast<BinaryOperator>(op); mul && mul->getOpcode() == Instruction::FMul) {
+        add->setHasAllowContract(true);
+        mul->setHasAllowContract(true);
+      }
+  }
+  accumulates.clear();
+}
+
 void KernelEmitter::verify() {
+  contractAccumulates();
   std::string err;
   raw_string_ostream os(err);
   if (verifyModule(m, &os)) {

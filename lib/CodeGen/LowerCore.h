@@ -9,6 +9,7 @@
 #include "lazyjit/CodeGen/Kernel.h"
 
 #include <llvm/IR/Module.h>
+#include <llvm/IR/ValueHandle.h>
 
 #include <functional>
 #include <map>
@@ -49,6 +50,28 @@ protected:
   /// Set when a value rendered with a narrow `idxTy` might not fit it (an unbounded or symbolic
   /// range, or bounds beyond the type); the driver then lowers again with i64.
   bool indexMayOverflow = false;
+  /// The `acc + x` of SUM reduces (markAccumulate), contracted with a multiply `x` when lowering ends.
+  std::vector<llvm::WeakTrackingVH> accumulates;
+  /// Records a reduce accumulation `acc + x`: when `x` is a multiply, the two may fuse into an FMA
+  /// (a reduce's result is computed once, so its rounding never has to match another kernel's).
+  Value *markAccumulate(Value *v) {
+    accumulates.emplace_back(v);
+    return v;
+  }
+  /// Sets `contract` on each marked accumulation and on the multiply it adds (verify() calls it).
+  void contractAccumulates();
+
+  /// Bounds mode (Kernel::boundsCheck): the BoundsReport to fill, and each buffer's size in
+  /// elements (i64), by buffer index. Null/empty: accesses are not checked.
+  Value *boundsReport = nullptr;
+  std::vector<Value *> bufSizes;
+
+  /// Bounds mode: emits a check that `idx` (an index, or a vector of per-lane indices) of buffer
+  /// `memIdx` is inside it wherever `active` (i1 or a lane mask; null: always) holds. Outside, the
+  /// kernel records the first such access in the BoundsReport and returns. No-op otherwise.
+  void checkAccess(int memIdx, Value *idx, Value *active);
+  /// The lane indices base + 0 .. base + lanes - 1 of a contiguous vector access.
+  Value *laneIndices(Value *base, int64_t lanes);
 
   size_t bufIndex(const LazyOp *op);
   DType dtypeOf(const LazyOp &op);

@@ -203,7 +203,7 @@ std::vector<Value *> NVPTXLowerer::reduceLoops(int axis, const std::vector<Value
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], &rc);
       Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
-      next[o] = vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v;
+      next[o] = markAccumulate(vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v);
     }
   return next;
 }

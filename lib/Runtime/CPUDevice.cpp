@@ -111,6 +111,12 @@ public:
       byName[*v->expr] = it->second.second;
     }
     int64_t extent = range(vals.data());
+    // bounds mode: the report's address and the buffers' sizes follow the variables
+    BoundsReport report;
+    if (sig.boundsChecked) {
+      vals.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(&report)));
+      for (int i = 0; i < sig.numBuffers; ++i) vals.push_back(static_cast<int64_t>(bufs[i]->nbytes()));
+    }
     // Split the outer range across the pool only when the kernel does enough work to pay for it.
     double work = 0;
     try {
@@ -126,6 +132,11 @@ public:
     const int64_t *vp = vals.data();
     JIT::Entry fn = entry;
     pool.parallelFor(extent, chunks, [p, vp, fn](int64_t s, int64_t e) { fn(p, vp, s, e); });
+    if (report.hit)
+      throw Error(fmt::format("runtime: kernel {} {} buffer {} at index {}, outside its {} elements "
+                              "(LAZYJIT_BOUNDS)",
+                              sig.name, report.buffer == 0 ? "writes" : "reads", report.buffer, report.index,
+                              report.size));
   }
 
   const ProgramInfo &info() const override { return info_; }
@@ -152,7 +163,7 @@ public:
     {
       std::lock_guard lock(mu);
       for (size_t i = 0; i < asts.size(); ++i) {
-        auto it = programs.find({asts[i], config().noopt});
+        auto it = programs.find({asts[i], config().noopt, config().bounds});
         if (it != programs.end()) {
           out[i] = it->second;
           ++statMemoryHits;
@@ -202,11 +213,11 @@ public:
       auto [entry, range] = JIT::get().add(results[u].object, results[u].sig.symbol);
       auto prg = std::make_shared<CPUProgram>(ast, results[u].sig, entry, range, results[u].seconds,
                                               results[u].fromCache);
-      programs.emplace(ProgramKey{ast, config().noopt}, prg);
+      programs.emplace(ProgramKey{ast, config().noopt, config().bounds}, prg);
       LAZYJIT_LOG(Runtime, 2, "{} {} in {:.2f} ms", results[u].fromCache ? "loaded" : "compiled",
                   results[u].sig.name, results[u].seconds * 1e3);
     }
-    for (size_t i : todo) out[i] = programs.at({asts[i], config().noopt});
+    for (size_t i : todo) out[i] = programs.at({asts[i], config().noopt, config().bounds});
     return out;
   }
 
@@ -217,6 +228,7 @@ private:
 
   std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
     return "lazyjit-cpu-v1\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt || config().noopt) +
+           "\nbounds=" + std::to_string(boundsChecking(opts)) +
            "\n" + printAst(ast);
   }
 };

@@ -40,7 +40,8 @@ KernelRunner::KernelRunner() : impl(std::make_unique<Impl>()) {
 
 KernelRunner::~KernelRunner() = default;
 
-KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed) {
+KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed,
+                           const std::vector<int64_t> *sizesOverride) {
   TargetSpec target = TargetSpec::host();
   KernelSignature sig;
   std::vector<uint8_t> obj = compileToObject(ast, target, opts, &sig);
@@ -66,6 +67,11 @@ KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, ui
     LAZYJIT_INTERNAL_CHECK(mb.dtype == dtypes::float32, "KernelRunner: float32 buffers only");
     sizes[mb.idx] = std::max(sizes[mb.idx], plain.bufs[i]->bufferSt().size());
   }
+  if (sizesOverride) {
+    LAZYJIT_INTERNAL_CHECK(sizesOverride->size() == sizes.size(), "KernelRunner: {} sizes for {} buffers",
+                           sizesOverride->size(), sizes.size());
+    sizes = *sizesOverride;
+  }
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<std::vector<float>> mem(sizes.size());
@@ -76,8 +82,17 @@ KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, ui
       for (int64_t j = 0; j < sizes[i]; ++j) mem[i][kGuard + j] = dist(rng);
     ptrs[i] = mem[i].data() + kGuard;
   }
-  int64_t vars = 0;
-  entry(ptrs.data(), &vars, 0, range(&vars));
+  // no variables; in bounds mode (LAZYJIT_BOUNDS) the report and the buffers' sizes in bytes
+  BoundsReport report;
+  std::vector<int64_t> vars{0};
+  if (sig.boundsChecked) {
+    vars = {static_cast<int64_t>(reinterpret_cast<intptr_t>(&report))};
+    for (int64_t s : sizes) vars.push_back(s * static_cast<int64_t>(sizeof(float)));
+  }
+  entry(ptrs.data(), vars.data(), 0, range(vars.data()));
+  if (report.hit)
+    throw Error(fmt::format("KernelRunner: buffer {} accessed at index {}, outside its {} elements", report.buffer,
+                            report.index, report.size));
 
   KernelRun out;
   out.applied = sig.opts;

@@ -24,7 +24,11 @@ public:
   /// Compiles `ast` (float32 buffers, no variables) with `opts` for the host and runs it once
   /// over its whole range on random inputs drawn from `seed` (the same seed gives the same
   /// inputs). The output starts as a NaN sentinel.
-  KernelRun run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed);
+  /// `sizes` replaces the buffers' sizes in elements (bounds-mode tests give kernels buffers
+  /// smaller than their ASTs need). With CompileOptions::bounds, an access outside a buffer throws
+  /// an Error naming buffer and index.
+  KernelRun run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed,
+                const std::vector<int64_t> *sizes = nullptr);
 
 private:
   struct Impl;

@@ -112,7 +112,9 @@ TEST_CASE("CPU optimizations: a matmul kernel is tiled and its options are repor
   CHECK(sig.opts[1].op == OptOp::Upcast);
   CHECK(sig.kernelSummary.find("opts [UPCAST(") != std::string::npos);
   CHECK(sig.kernelSummary.find(":upcast") != std::string::npos);
-  KernelSignature plain = describeKernel(sched.back().ast, TargetSpec::host(), {true});
+  CompileOptions noopt;
+  noopt.noopt = true;
+  KernelSignature plain = describeKernel(sched.back().ast, TargetSpec::host(), noopt);
   CHECK(plain.opts.empty());
   CHECK(plain.name == "r_256_256_256");
 }

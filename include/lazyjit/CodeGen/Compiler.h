@@ -44,7 +44,13 @@ struct CompileOptions {
   /// Apply exactly these optimizations, in order, instead of the target's heuristics (tests and
   /// searches; an opt that does not apply throws UnsupportedError). Ignored with `noopt`.
   std::optional<std::vector<Opt>> applyOpts;
+  /// CPU: check every load and store index at run time against its buffer's size (also on with
+  /// LAZYJIT_BOUNDS). A kernel that would leave a buffer stops and the runtime reports it.
+  bool bounds = false;
 };
+
+/// Whether kernels compiled with `o` for a CPU check their accesses (`o.bounds` or LAZYJIT_BOUNDS).
+bool boundsChecking(const CompileOptions &o);
 
 /// What a compiled kernel looks like from outside; recomputable from the AST at any time.
 struct KernelSignature {
@@ -59,6 +65,18 @@ struct KernelSignature {
   std::vector<SInt> gridDims;      ///< the grid as expressions of `vars` (launches evaluate these)
   std::vector<int64_t> localSize;  ///< GPU block, innermost first
   int64_t sharedBytes = 0;         ///< static shared memory of a group reduce
+  /// CPU: the kernel checks its accesses (CompileOptions::bounds). Its caller then appends to the
+  /// variable values the address of a BoundsReport and each buffer's size in bytes.
+  bool boundsChecked = false;
+};
+
+/// Where a bounds-checked CPU kernel records its first access outside a buffer. The kernel sets
+/// `hit` from 0 to 1 atomically, fills the rest and returns; the other threads' chunks run on.
+struct BoundsReport {
+  int64_t hit = 0;
+  int64_t buffer = 0; ///< the buffer's index (0: the output)
+  int64_t index = 0;  ///< the element index it accessed
+  int64_t size = 0;   ///< the buffer's size in elements of the kernel's dtype for it
 };
 
 /// Builds the Kernel for an AST with the target's optimizations (none with `noopt`).

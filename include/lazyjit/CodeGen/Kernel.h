@@ -57,6 +57,8 @@ public:
   /// large element-wise outputs that would only evict the inputs; needs the vector store of the
   /// last upcast axis to cover whole cache lines.
   bool streamingStores = false;
+  /// CPU: every load and store index is checked at run time (CompileOptions::bounds).
+  bool boundsCheck = false;
 
   size_t shapeLen() const { return sts[0].shape().size(); }
   const Shape &fullShape() const { return sts[fullBufIndex].shape(); }

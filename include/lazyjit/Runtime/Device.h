@@ -57,10 +57,11 @@ public:
 struct ProgramKey {
   LazyOpRef ast;
   bool noopt;
-  bool operator==(const ProgramKey &o) const { return noopt == o.noopt && *ast == *o.ast; }
+  bool bounds = false; ///< CPU: compiled with bounds checks (LAZYJIT_BOUNDS)
+  bool operator==(const ProgramKey &o) const { return noopt == o.noopt && bounds == o.bounds && *ast == *o.ast; }
 };
 struct ProgramKeyHash {
-  size_t operator()(const ProgramKey &k) const { return k.ast->hash() * 2 + k.noopt; }
+  size_t operator()(const ProgramKey &k) const { return k.ast->hash() * 4 + k.noopt * 2 + k.bounds; }
 };
 using ProgramCache = std::unordered_map<ProgramKey, std::shared_ptr<Program>, ProgramKeyHash>;
 
