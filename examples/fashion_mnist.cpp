@@ -3,7 +3,10 @@
 // Conv2d 64->64 k3, ReLU, BatchNorm2d, max_pool2d, flatten, Linear 576->10; batch 512, Adam with
 // lr 1e-3, random batches. Prints a live progress line and, last, `test accuracy: NN.NN%`.
 //
-//   fashion_mnist [--steps N] [--eval-every N] [--data DIR] [--quiet]
+//   fashion_mnist [--steps N] [--eval-every N] [--data DIR] [--quiet] [--kernels]
+//
+// --kernels lists the fused kernels of the first training step as they run (forward, backward
+// and the optimizer update), with their size and compile time.
 //
 // Runs at the default fusion level (OPT=2, the reference's).
 #include "lazyjit/lazyjit.h"
@@ -79,7 +82,7 @@ double accuracy(const Model &model, const DataSet &test) {
 }
 
 int usage(const char *argv0) {
-  std::fprintf(stderr, "usage: %s [--steps N] [--eval-every N] [--data DIR] [--quiet]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--steps N] [--eval-every N] [--data DIR] [--quiet] [--kernels]\n", argv0);
   return 1;
 }
 
@@ -87,7 +90,7 @@ int usage(const char *argv0) {
 
 int main(int argc, char **argv) {
   int steps = 350, evalEvery = 50;
-  bool quiet = false;
+  bool quiet = false, kernels = false;
   std::string dir = "/usr/share/datasets/fashion-mnist/";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -107,6 +110,8 @@ int main(int argc, char **argv) {
       dir = std::string(argv[++i]) + "/";
     } else if (a == "--quiet") {
       quiet = true;
+    } else if (a == "--kernels") {
+      kernels = true;
     } else {
       return usage(argv[0]);
     }
@@ -125,7 +130,19 @@ int main(int argc, char **argv) {
 
     double testAcc = -1, totalMs = 0;
     float firstLoss = 0, loss = 0;
+    int listed = 0;
     for (int step = 1; step <= steps; ++step) {
+      if (kernels && step == 1) {
+        std::printf("kernels of training step 1 (forward, backward, Adam update):\n");
+        setScheduleObserver([&](const ScheduleItem &si, const Program *prg) {
+          if (!prg) return;
+          const ProgramInfo &info = prg->info();
+          std::printf("  %3d %-36s %8.2f MFLOP %8.2f MB  compiled in %6.1f ms%s\n", ++listed, info.name.c_str(),
+                      static_cast<double>(info.flops.isInt() ? info.flops.asInt() : 0) / 1e6,
+                      static_cast<double>(info.memBytes) / 1e6,
+                      info.compileSeconds * 1e3, info.fromCache ? " (disk cache)" : "");
+        });
+      }
       auto t0 = std::chrono::steady_clock::now();
       std::vector<int32_t> samples =
           Tensor::randint({512}, 0, train.size(), {dtypes::int32, std::nullopt, false}).toVector<int32_t>();
@@ -138,6 +155,10 @@ int main(int argc, char **argv) {
         loss = l.item<float>();
       }
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (kernels && step == 1) {
+        setScheduleObserver(nullptr);
+        std::printf("%d kernels\n", listed);
+      }
       if (step > 1) totalMs += ms; // the first step compiles every kernel
       if (step == 1) firstLoss = loss;
       if (step % evalEvery == 0 || step == steps) testAcc = accuracy(model, test);
