@@ -132,9 +132,11 @@ public:
     const int64_t *vp = vals.data();
     JIT::Entry fn = entry;
     pool.parallelFor(extent, chunks, [p, vp, fn](int64_t s, int64_t e) { fn(p, vp, s, e); });
+    // the verifier proves every access of a kernel it is given inside its buffers, and the
+    // scheduler sizes buffers for its kernels: an access outside one is a lazyjit bug
     if (report.hit)
-      throw Error(fmt::format("runtime: kernel {} {} buffer {} at index {}, outside its {} elements "
-                              "(LAZYJIT_BOUNDS)",
+      throw InternalError(fmt::format("runtime: kernel {} {} buffer {} at index {}, outside its {} elements "
+                                      "(LAZYJIT_BOUNDS)",
                               sig.name, report.buffer == 0 ? "writes" : "reads", report.buffer, report.index,
                               report.size));
   }
