@@ -4,9 +4,11 @@
 function(lazyjit_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;PRIVATE_DEPENDS" ${ARGN})
   add_library(lazyjit${name} STATIC ${ARG_SOURCES})
-  target_include_directories(lazyjit${name} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(lazyjit${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                                                   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(lazyjit${name} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE_DEPENDS})
-  set_target_properties(lazyjit${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  set_target_properties(lazyjit${name} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name})
+  set_property(GLOBAL APPEND PROPERTY LAZYJIT_INSTALL_TARGETS lazyjit${name})
 endfunction()
 
 # lazyjit_add_unittest(<Lib> SOURCES ... DEPENDS ...): one doctest executable per library.

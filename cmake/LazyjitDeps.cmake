@@ -9,10 +9,15 @@ set(LAZYJIT_LLVM_TOOLS_DIR ${LLVM_TOOLS_BINARY_DIR})
 
 # One interface target carries LLVM's include paths, definitions and libraries. Only lib/CodeGen
 # and lib/Runtime link it (DESIGN.md: Graph and Schedule build without LLVM).
+# Installed, it carries only the link (no public header of lazyjit includes LLVM).
 add_library(lazyjit_llvm INTERFACE)
-target_include_directories(lazyjit_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
+target_include_directories(lazyjit_llvm SYSTEM INTERFACE $<BUILD_INTERFACE:${LLVM_INCLUDE_DIRS}>)
 separate_arguments(LAZYJIT_LLVM_DEFS NATIVE_COMMAND ${LLVM_DEFINITIONS})
-target_compile_definitions(lazyjit_llvm INTERFACE ${LAZYJIT_LLVM_DEFS})
+foreach(def ${LAZYJIT_LLVM_DEFS})
+  string(REGEX REPLACE "^-D" "" def "${def}")
+  target_compile_definitions(lazyjit_llvm INTERFACE $<BUILD_INTERFACE:${def}>)
+endforeach()
+set_target_properties(lazyjit_llvm PROPERTIES EXPORT_NAME llvm)
 if(LAZYJIT_STATIC_LLVM)
   llvm_map_components_to_libnames(LAZYJIT_LLVM_LIBS
     core support irreader passes orcjit executionengine analysis transformutils
