@@ -1,8 +1,10 @@
 // Fuzz target: lazyjit's file readers on arbitrary bytes. The first byte picks the reader: an IDX
-// file (plain or gzip), or a kernel-cache entry. Readers must reject damage with an Error, never
+// file (plain or gzip), a kernel-cache entry, a safetensors file or a .npy file (each tensor
+// realized, so the lazy reads run too). Readers must reject damage with an Error, never
 // crash, hang or read out of bounds.
 #include "FuzzCommon.h"
 #include "lazyjit/NN/IDX.h"
+#include "lazyjit/NN/State.h"
 #include "lazyjit/Runtime/KernelCache.h"
 #include "lazyjit/Support/Error.h"
 
@@ -28,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1 || size > (1u << 20)) return -1;
   lazyjit::fuzz::setUp();
   using namespace lazyjit;
-  int reader = data[0] % 2;
+  int reader = data[0] % 4;
   std::string body(reinterpret_cast<const char *>(data + 1), size - 1);
   try {
     if (reader == 0) {
@@ -36,6 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::ofstream(path, std::ios::binary | std::ios::trunc) << body;
       Tensor t = nn::loadIDX(path);
       (void)t.toBytes();
+    } else if (reader == 2) {
+      std::string path = scratchDir() + "/input.safetensors";
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << body;
+      for (const auto &[name, t] : safeLoad(path, "CPU")) (void)t.toBytes();
+    } else if (reader == 3) {
+      std::string path = scratchDir() + "/input.npy";
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << body;
+      (void)npyLoad(path, "CPU").toBytes();
     } else {
       // a cache entry with this content under the name of key "k"
       DiskCache cache(scratchDir() + "/cache");

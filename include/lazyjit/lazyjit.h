@@ -11,5 +11,6 @@
 #include "lazyjit/NN/Layers.h"
 #include "lazyjit/NN/Module.h"
 #include "lazyjit/NN/Optim.h"
+#include "lazyjit/NN/State.h"
 #include "lazyjit/Tensor/Function.h"
 #include "lazyjit/Tensor/Tensor.h"

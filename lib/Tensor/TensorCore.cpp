@@ -271,6 +271,19 @@ Tensor Tensor::fromBytes(const void *data, size_t bytes, const Shape &shape, DTy
   return Tensor(l, resolveDevice("from data", device));
 }
 
+Tensor Tensor::fromHostFunction(const Shape &shape, DType dtype, std::string name,
+                                std::function<void(Buffer &out)> fill, const std::optional<std::string> &device) {
+  LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "fromHostFunction: the shape {} must be concrete", fmtShape(shape));
+  for (const auto &s : shape)
+    LAZYJIT_USER_CHECK(s.asInt() >= 0, ShapeError, "fromHostFunction: negative dimension in {}", fmtShape(shape));
+  int64_t n = prodInt(shape);
+  if (n == 0) return empty(shape, {dtype, device});
+  auto op = std::make_shared<CustomOp>();
+  op->name = std::move(name);
+  op->fn = std::move(fill);
+  return TI::loadop(Op::Custom, n, {dtype, device}, CustomOpRef(op)).reshape(shape);
+}
+
 Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
                           const TensorOptions &opts) {
   DType dt = opts.dtype.value_or(dtypes::float32);

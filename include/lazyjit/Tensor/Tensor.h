@@ -178,6 +178,11 @@ public:
   static Tensor fromValues(const std::vector<double> &values, const Shape &shape,
                            const TensorOptions &opts = {});
   static Tensor empty(const Shape &shape, const TensorOptions &opts = {});
+  /// A tensor whose values `fill` writes into its (contiguous) buffer when it is realized, not
+  /// before (the reference's LoadOps.CUSTOM; file loaders use it to read lazily). `name` names
+  /// the step in schedules and logs.
+  static Tensor fromHostFunction(const Shape &shape, DType dtype, std::string name,
+                                 std::function<void(Buffer &out)> fill, const std::optional<std::string> &device = std::nullopt);
   static Tensor full(const Shape &shape, double value, const TensorOptions &opts = {});
   static Tensor zeros(const Shape &shape, const TensorOptions &opts = {});
   static Tensor ones(const Shape &shape, const TensorOptions &opts = {});
