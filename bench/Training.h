@@ -13,6 +13,8 @@ namespace lazyjit::bench {
 /// runSchedule (graph building, autograd and scheduling) go into the result.
 Result benchW10(int batch, const std::string &device);
 Result benchW11(int batch, const std::string &device);
+/// The launch path of a Jit replay: microseconds per kernel (W9d).
+Result benchW9d(const std::string &device);
 
 #ifdef LAZYJIT_BENCH_TORCH
 /// The same steps in libtorch on the CPU with `threads` threads: median seconds per step.

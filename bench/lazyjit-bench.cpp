@@ -265,7 +265,7 @@ int main(int argc, char **argv) {
       if (!tok.empty()) want.insert(tok);
     auto enabled = [&](const std::string &id) {
       if (want.empty()) return true;
-      // W9 selects W9a..W9c; W1 does not select W10
+      // W9 selects W9a..W9d; W1 does not select W10
       for (const auto &w : want)
         if (id == w || (id.rfind(w, 0) == 0 && std::isalpha(static_cast<unsigned char>(id[w.size()])))) return true;
       return false;
@@ -393,6 +393,7 @@ int main(int argc, char **argv) {
     // the training steps, against libtorch's (same process, same thread count)
     if (enabled("W10")) results.push_back(benchW10(512, device));
     if (enabled("W11")) results.push_back(benchW11(gpu ? 4096 : 256, device));
+    if (enabled("W9d")) results.push_back(benchW9d(device));
     if (enabled("W9a")) {
       // (a) first call of W3 in a fresh process, with an empty cache and then with the disk cache
       std::string dir = "/tmp/lazyjit-bench-w9a-" + std::to_string(getpid());

@@ -13,4 +13,5 @@
 #include "lazyjit/NN/Optim.h"
 #include "lazyjit/NN/State.h"
 #include "lazyjit/Tensor/Function.h"
+#include "lazyjit/Tensor/Jit.h"
 #include "lazyjit/Tensor/Tensor.h"

@@ -31,6 +31,16 @@ int64_t allocSize(const Shape &shape) {
 
 void setScheduleObserver(ScheduleObserver obs) { observer() = std::move(obs); }
 
+namespace {
+thread_local CaptureSink tlsCapture;
+} // namespace
+
+CaptureSink setCaptureSink(CaptureSink sink) {
+  CaptureSink prev = std::move(tlsCapture);
+  tlsCapture = std::move(sink);
+  return prev;
+}
+
 GlobalCounters &globalCounters() {
   static GlobalCounters c;
   return c;
@@ -142,6 +152,17 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
                 globalCounters().kernelCount, name, si.inputs.size() + 1, et * 1e6);
     }
     if (observer()) observer()(si, prg);
+    if (tlsCapture) {
+      CapturedItem c;
+      c.kind = kind == Op::Empty || kind == Op::Copy || kind == Op::Custom ? kind : Op::Store;
+      c.program = programs[i];
+      c.out = dst;
+      for (const auto &x : si.inputs) c.inputs.push_back(x->realized());
+      c.varVals = si.varVals;
+      if (kind == Op::Custom) c.custom = std::get<CustomOpRef>(si.ast->arg);
+      c.device = out.device;
+      tlsCapture(std::move(c));
+    }
   }
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   globalCounters().runSeconds += stats.seconds;

@@ -39,6 +39,21 @@ RunStats runSchedule(std::vector<ScheduleItem> schedule, bool profile = false);
 using ScheduleObserver = std::function<void(const ScheduleItem &, const Program *)>;
 void setScheduleObserver(ScheduleObserver obs);
 
+/// One item as runSchedule ran it, with everything needed to run it again on the same buffers
+/// (lazyjit::Jit replays these).
+struct CapturedItem {
+  Op kind = Op::Store;                          ///< Store: a kernel; else Empty, Copy or Custom
+  std::shared_ptr<Program> program;             ///< kernels
+  std::shared_ptr<Buffer> out;
+  std::vector<std::shared_ptr<Buffer>> inputs;  ///< kernel inputs, or the source of a copy
+  VarVals varVals;
+  CustomOpRef custom;                           ///< Custom
+  std::string device;
+};
+/// While set, runSchedule hands every item it runs (on this thread) to `sink`. Returns the previous sink.
+using CaptureSink = std::function<void(CapturedItem)>;
+CaptureSink setCaptureSink(CaptureSink sink);
+
 /// Counters since process start (the reference's GlobalCounters).
 struct GlobalCounters {
   int64_t kernelCount = 0;
