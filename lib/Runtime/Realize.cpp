@@ -2,11 +2,14 @@
 // ops of realized buffers (reference realize.py).
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Verifier.h"
 #include "lazyjit/Support/Logging.h"
 
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 
 namespace lazyjit {
@@ -50,6 +53,20 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
   using Clock = std::chrono::steady_clock;
   RunStats stats;
   auto t0 = Clock::now();
+
+  // GRAPH=1: a picture of every schedule, as the reference's GRAPH knob drew its graph
+  if (config().graph && !sched.empty()) {
+    static std::atomic<int> n{0};
+    std::string base = fmt::format("{}-{}", config().graphPath, n++);
+    std::string text = scheduleToDot(sched);
+    std::ofstream(base + ".dot") << text;
+    try {
+      renderDot(text, base + ".svg");
+      LAZYJIT_LOG(Runtime, 1, "GRAPH: wrote {}.dot and {}.svg", base, base);
+    } catch (const Error &e) {
+      LAZYJIT_LOG(Runtime, 1, "GRAPH: wrote {}.dot ({})", base, e.what());
+    }
+  }
 
   // Compile every compute kernel first, grouped by device, so devices can compile in parallel.
   // LAZYJIT_VERIFY_AST=1 (set for the test suite): every kernel AST must verify and survive a

@@ -74,6 +74,10 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
   intKnob("LAZYJIT_BOUNDS", flag, 0, 1);
   c.bounds = flag;
   intKnob("LAZYJIT_MAX_BUFFER_BYTES", c.maxBufferBytes, 0, int64_t(1) << 62);
+  flag = c.graph;
+  intKnob("GRAPH", flag, 0, 1);
+  c.graph = flag;
+  if (auto v = lookup("GRAPHPATH"); v && !v->empty()) c.graphPath = *v;
   return c;
 }
 } // namespace detail

@@ -39,3 +39,7 @@ ptxas = shutil.which("ptxas") or next(
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(tool("ptxas", ptxas))
+
+# Graphviz's dot renders the pictures of --emit=dot -o FILE.svg: `%if dot %{ ... %}` RUN lines.
+if os.access("/usr/bin/dot", os.X_OK):
+    config.available_features.add("dot")

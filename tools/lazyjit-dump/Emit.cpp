@@ -7,6 +7,7 @@
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Runtime/CUDADevice.h"
+#include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/Schedule/ASTText.h"
 
@@ -311,12 +312,20 @@ void emitRuns(DumpContext &ctx) {
   ctx.out << "# " << ctx.scriptRuns.size() << " kernels ran\n";
 }
 
+void emitDot(DumpContext &ctx) {
+  if (!ctx.fromScript) throw ToolError("lazyjit-dump: error: --emit=dot needs a tensor script", 1);
+  std::vector<std::pair<std::string, LazyBufferRef>> outs;
+  for (const auto &[name, t] : ctx.outputs) outs.emplace_back(name, t.lazydata());
+  ctx.out << scheduleToDot(ctx.schedule, outs);
+}
+
 } // namespace
 
 const std::vector<Stage> &stages() {
   static const std::vector<Stage> all = {
       {"graph", true, false, emitGraph},
       {"schedule", true, false, emitSchedule},
+      {"dot", true, false, emitDot},
       {"ast", true, false, emitAst},
       {"index", true, false, emitIndex},
       {"kernel", true, false, emitKernel},

@@ -10,6 +10,7 @@
 
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Runtime/Device.h"
+#include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
@@ -131,7 +132,7 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
                "lazyjit-dump"};
   app.add_option("input", inv.input, "tensor script (.lj) or kernel ASTs (.ast); '-' is stdin");
   app.add_option("--emit", inv.emit,
-                 "stages to print, comma-separated: graph, schedule, ast, index, kernel, llvm, "
+                 "stages to print, comma-separated: graph, schedule, dot, ast, index, kernel, llvm, "
                  "llvm-opt, asm, ptx, values, stats, runs (repeatable)")
       ->delimiter(',')
       ->expected(1) // `--emit=values FILE`: the input is not a second stage name
@@ -171,7 +172,15 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
 
   std::ofstream file;
   std::ostream *out = outOverride ? outOverride : &std::cout;
-  if (!inv.outFile.empty()) {
+  // -o FILE.svg / .png / .pdf: the dot text goes through Graphviz
+  std::string ext = inv.outFile.size() > 4 ? inv.outFile.substr(inv.outFile.size() - 4) : "";
+  bool picture = ext == ".svg" || ext == ".png" || ext == ".pdf";
+  std::ostringstream dotText;
+  if (picture) {
+    if (inv.dump.emit != std::vector<std::string>{"dot"})
+      throw ToolError("lazyjit-dump: error: -o " + inv.outFile + " writes a picture: use it with --emit=dot alone", 1);
+    out = &dotText;
+  } else if (!inv.outFile.empty()) {
     file.open(inv.outFile, std::ios::binary);
     if (!file) throw ToolError("lazyjit-dump: error: cannot write '" + inv.outFile + "'", 1);
     out = &file;
@@ -182,6 +191,10 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
                                      : inv.inputKind == "ast";
   int rc =
       isAst ? tool::runAstInput(text, name, inv.dump, *out) : runScript(text, name, inv.dump, *out);
+  if (picture) {
+    if (rc == 0) renderDot(dotText.str(), inv.outFile);
+    return rc;
+  }
   out->flush();
   if (!*out) {
     int err = errno;

@@ -23,7 +23,9 @@ struct Config {
   std::string cudaArch;                  ///< CUDA_ARCH: override the sm_XX used for PTX
   bool verifyAst = false;                ///< LAZYJIT_VERIFY_AST: verify and text-round-trip every kernel AST
   bool bounds = false;                   ///< LAZYJIT_BOUNDS: CPU kernels check every load/store index at run time
-  int64_t maxBufferBytes = 0;            ///< LAZYJIT_MAX_BUFFER_BYTES: refuse larger buffers (0: no limit)
+  int64_t maxBufferBytes = 0;
+  bool graph = false;                    ///< GRAPH=1: write a picture of every schedule that runs
+  std::string graphPath = "/tmp/lazyjit-graph"; ///< GRAPHPATH: pictures go to GRAPHPATH-N.dot (+ .svg)            ///< LAZYJIT_MAX_BUFFER_BYTES: refuse larger buffers (0: no limit)
 
   /// Parses the process environment. A bad value throws lazyjit::Error naming the variable.
   static Config fromEnvironment();
