@@ -633,6 +633,22 @@ Tensor Tensor::scaledDotProductAttention(Tensor keyIn, Tensor valueIn,
   return scores.softmax(-1).dropout(dropoutP).dot(value);
 }
 
+Tensor Tensor::multinomial(int64_t numSamples, bool replacement) const & {
+  LAZYJIT_USER_CHECK((ndim() == 1 || ndim() == 2) && numSamples > 0, ShapeError,
+                     "multinomial: needs 1-d or 2-d weights and a positive sample count, got {} and {}",
+                     describe(*this), numSamples);
+  LAZYJIT_USER_CHECK(replacement || numSamples == 1, ShapeError,
+                     "multinomial: without replacement only one sample can be drawn, asked for {}", numSamples);
+  LAZYJIT_USER_CHECK(allInt(shape()), ShapeError, "multinomial: needs concrete weights, got {}", describe(*this));
+  Tensor weight = ndim() == 1 ? unsqueeze(0) : *this;
+  Tensor cw = weight.cumsum(1);
+  int64_t rows = weight.shape()[0].asInt(), cols = weight.shape()[1].asInt();
+  Tensor cdf = cw.div(cw.getitem({Index::all(), Index::at(-1)}).unsqueeze(1));
+  Tensor unif = Tensor::rand({numSamples, rows, 1}, {cdf.dtype(), device(), false});
+  Tensor indices = unif.expand({numSamples, rows, cols}).ge(cdf).sum(std::vector<int64_t>{2}).permute({1, 0});
+  return (ndim() == 1 ? indices.squeeze(0) : indices).cast(dtypes::int32);
+}
+
 Tensor Tensor::triu(int64_t k) const & {
   LAZYJIT_USER_CHECK(allInt(shape()) && ndim() >= 2, ShapeError, "triu: needs a concrete >= 2-d tensor, got {}",
                      describe(*this));

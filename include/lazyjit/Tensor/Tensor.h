@@ -295,6 +295,9 @@ public:
                                                 std::optional<Tensor> attnMask = std::nullopt,
                                                 double dropoutP = 0, bool isCausal = false),
                     (std::move(key), std::move(value), std::move(attnMask), dropoutP, isCausal))
+  /// Samples indices from 1-d or 2-d (per row) non-negative weights (the reference's multinomial:
+  /// inverse CDF of Tensor::rand samples), int32.
+  LAZYJIT_TENSOR_OP(multinomial, (int64_t numSamples = 1, bool replacement = false), (numSamples, replacement))
   LAZYJIT_TENSOR_OP(triu, (int64_t k = 0), (k))
   LAZYJIT_TENSOR_OP(tril, (int64_t k = 0), (k))
   LAZYJIT_TENSOR_OP(binaryCrossentropy, (Tensor y), (std::move(y)))
