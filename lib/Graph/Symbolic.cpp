@@ -132,6 +132,8 @@ NodeRef newRed(NodeKind k, std::vector<NodeRef> nodes) {
 
 // ---- the memo of SumNode.__mul__/__floordiv__/__mod__ (the reference's lru_cache) ----------------
 
+constexpr size_t kSumMemoLimit = size_t(1) << 16;
+
 struct SumMemo {
   std::mutex mu;
   std::unordered_map<std::string, NodeRef> map;
@@ -150,6 +152,14 @@ std::string memoKey(char op, const Node &self, const SInt &b, bool fa) {
   k += self.key();
   return k;
 }
+} // namespace
+
+size_t symbolicMemoSize() {
+  std::lock_guard lock(sumMemo().mu);
+  return sumMemo().map.size();
+}
+
+namespace {
 template <typename F> NodeRef memoized(char op, const Node &self, const SInt &b, bool fa, F &&f) {
   std::string k = memoKey(op, self, b, fa);
   {
@@ -159,6 +169,10 @@ template <typename F> NodeRef memoized(char op, const Node &self, const SInt &b,
   }
   NodeRef r = f();
   std::lock_guard lock(sumMemo().mu);
+  // bounded (the reference's lru_cache is not): a long-running process that keeps building new
+  // expressions would otherwise grow without end (the symbolic fuzz target reached 2 GB in 30
+  // minutes). Results are pure functions of the key, so starting over changes no result.
+  if (sumMemo().map.size() >= kSumMemoLimit) sumMemo().map.clear();
   return sumMemo().map.emplace(std::move(k), r).first->second;
 }
 

@@ -567,3 +567,15 @@ TEST_CASE("Symbolic: a product with a symbolic factor that may be negative has o
   CHECK((a * b).render() == "(a*b)");
   CHECK(intMax(a * b) == 40);
 }
+
+TEST_CASE("Symbolic: the memo of sum * n, // n and % n stays bounded") {
+  NodeRef a = variable("a", 0, 100), b = variable("b", 0, 100);
+  SInt s = SInt(a) + SInt(b);
+  // 200000 distinct products: without a bound the memo would hold all of them
+  for (int64_t k = 2; k < 200002; ++k) {
+    SInt p = s * k;
+    (void)p;
+  }
+  CHECK(symbolicMemoSize() <= 65536);
+  CHECK((s * 3).render() == "((a*3)+(b*3))"); // results unchanged after the memo starts over
+}

@@ -121,6 +121,8 @@ private:
 NodeRef numNode(int64_t v);
 /// Variable(expr, min, max); returns a NumNode when min == max (as the reference does).
 NodeRef variable(std::optional<std::string> expr, SInt min, SInt max);
+/// Entries in the memo of sum * n, sum // n and sum % n (bounded at 65536; tests read it).
+size_t symbolicMemoSize();
 /// Node.sum: flattens, folds constants and groups equal terms.
 NodeRef sumNodes(const std::vector<NodeRef> &nodes);
 /// Node.ands.
