@@ -111,21 +111,25 @@ struct Transformer : nn::Module {
 };
 
 /// `count` tokens after `prompt`, sampled with `seed` (the prompt runs at once, then one token a
-/// step with a symbolic start position).
+/// step with a symbolic start position). With `jit`, the one-token steps run through lazyjit::Jit,
+/// as the reference's forward_jit: from the third on they replay the captured kernels.
 inline std::vector<int32_t> generate(Transformer &model, const std::vector<int32_t> &prompt, int count,
-                                     double temperature, uint64_t seed) {
+                                     double temperature, uint64_t seed, bool jit = false) {
   Tensor::NoGradGuard noGrad;
   Tensor::manualSeed(seed);
   std::vector<int32_t> toks = prompt;
   int64_t pos = 0;
   Tensor probs = model.next(Tensor::fromVector(prompt, {1, static_cast<int64_t>(prompt.size())}), SInt(0), temperature);
   pos = static_cast<int64_t>(prompt.size());
+  NodeRef sp;
+  Jit step([&](const std::vector<Tensor> &in) { return std::vector<Tensor>{model.next(in[0], SInt(sp), temperature)}; });
   for (int i = 0; i < count; ++i) {
     int32_t t = probs.multinomial().item<int32_t>();
     toks.push_back(t);
     if (i + 1 == count || pos + 1 >= model.cfg.maxContext) break;
-    NodeRef sp = variable("start_pos", 1, model.cfg.maxContext - 1)->bind(pos);
-    probs = model.next(Tensor::fromVector(std::vector<int32_t>{t}, {1, 1}), SInt(sp), temperature);
+    sp = variable("start_pos", 1, model.cfg.maxContext - 1)->bind(pos);
+    Tensor tok = Tensor::fromVector(std::vector<int32_t>{t}, {1, 1});
+    probs = jit ? step({tok}, {sp})[0] : model.next(tok, SInt(sp), temperature);
     ++pos;
   }
   return toks;

@@ -3,7 +3,10 @@
 // step at a symbolic start position, so every step after the first reuses the same kernels
 // (DEBUG=2 shows them running from the cache), sampling with Tensor::multinomial.
 //
-//   gpt [--weights FILE.safetensors] [--tokens N] [--temperature T] [--seed S] [PROMPT TOKEN...]
+//   gpt [--weights FILE.safetensors] [--tokens N] [--temperature T] [--seed S] [--jit] [PROMPT TOKEN...]
+//
+// --jit runs the one-token steps through lazyjit::Jit (the reference's JIT=1): from the third on
+// they replay the captured kernels without building a graph.
 //
 // The default weights are the tiny model of the tests (unittests/NN/golden/gpt-tiny.safetensors,
 // vocab 64, dim 32, 4 heads, 2 layers, context 32); tokens are integers below the vocab size.
@@ -21,6 +24,7 @@ int main(int argc, char **argv) {
   int count = 16;
   double temperature = 0.8;
   uint64_t seed = 1;
+  bool jit = false;
   std::vector<int32_t> prompt;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -29,9 +33,10 @@ int main(int argc, char **argv) {
     else if (a == "--tokens" && more) count = std::atoi(argv[++i]);
     else if (a == "--temperature" && more) temperature = std::atof(argv[++i]);
     else if (a == "--seed" && more) seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--jit") jit = true;
     else if (!a.empty() && a[0] != '-') prompt.push_back(std::atoi(a.c_str()));
     else {
-      std::fprintf(stderr, "usage: %s [--weights FILE] [--tokens N] [--temperature T] [--seed S] [TOKEN...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--weights FILE] [--tokens N] [--temperature T] [--seed S] [--jit] [TOKEN...]\n", argv[0]);
       return 2;
     }
   }
@@ -45,7 +50,7 @@ int main(int argc, char **argv) {
     LAZYJIT_USER_CHECK(count > 0 && static_cast<int64_t>(prompt.size()) + count <= cfg.maxContext, Error,
                        "prompt and tokens must fit the context of {}", cfg.maxContext);
     auto before = cpuCompileStats();
-    std::vector<int32_t> out = gpt::generate(model, prompt, count, temperature, seed);
+    std::vector<int32_t> out = gpt::generate(model, prompt, count, temperature, seed, jit);
     auto after = cpuCompileStats();
     std::printf("prompt:   ");
     for (int32_t t : prompt) std::printf(" %d", t);

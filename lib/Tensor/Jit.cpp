@@ -63,7 +63,9 @@ void Jit::reset() {
   impl->fn = std::move(fn);
 }
 
-std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn) {
+std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn) { return (*this)(inputsIn, {}); }
+
+std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn, const std::vector<NodeRef> &vars) {
   Impl &s = *impl;
   std::vector<Tensor> inputs = inputsIn;
   for (auto &t : inputs) t.realize();
@@ -128,6 +130,11 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn) {
   std::map<std::string, int64_t> vals;
   for (const auto &t : inputs)
     for (const auto &[name, vv] : t.lazydata()->st.varVals()) vals[name] = vv.second;
+  for (const auto &v : vars) {
+    LAZYJIT_USER_CHECK(v && v->isVar() && v->expr && v->boundValue(), Error,
+                       "Jit: a variable argument must be a bound, named Variable");
+    vals[*v->expr] = *v->boundValue();
+  }
   for (size_t i = 0; i < s.items.size(); ++i) {
     const CapturedItem &it = s.items[i];
     const std::vector<int> &slots = s.inputSlot[i];

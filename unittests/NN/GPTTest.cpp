@@ -72,6 +72,11 @@ TEST_CASE("GPT: sampling with multinomial is reproducible from its seed") {
   std::vector<int32_t> x = gpt::generate(a, prompt, 6, 0.8, 42), y = gpt::generate(b, prompt, 6, 0.8, 42);
   CHECK(x == y);
   REQUIRE(x.size() == 9);
+  // the one-token steps through lazyjit::Jit (replayed from the third on) sample the same tokens
+  gpt::Transformer j = loadTiny();
+  int64_t kernelsBefore = globalCounters().kernelCount;
+  CHECK(gpt::generate(j, prompt, 6, 0.8, 42, /*jit=*/true) == x);
+  CHECK(globalCounters().kernelCount > kernelsBefore);
   for (int32_t t : x) CHECK((t >= 0 && t < 64));
   // temperature near 0: the most likely token, which is the argmax of the logits
   gpt::Transformer c = loadTiny();

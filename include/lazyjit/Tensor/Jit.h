@@ -35,6 +35,9 @@ public:
   /// shape (beyond bound variables), dtype or device differ from the captured call's are an Error
   /// saying what changed.
   std::vector<Tensor> operator()(const std::vector<Tensor> &inputs);
+  /// The same, with bound Variables the function uses besides its inputs' shapes (a KV cache's
+  /// start position): a replay runs with their values (the reference's Variable arguments).
+  std::vector<Tensor> operator()(const std::vector<Tensor> &inputs, const std::vector<NodeRef> &vars);
   /// Forgets the capture: the next call runs the function again as if it were the first.
   void reset();
 
