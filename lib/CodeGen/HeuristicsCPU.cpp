@@ -26,6 +26,20 @@ std::optional<int64_t> strideOf(const Kernel &k, size_t buf, size_t axis) {
   return rs[axis]->asInt();
 }
 
+// Whether every input (constants aside) reads along `axis` with stride 1 or 0 (contiguous or
+// broadcast); `anyUnit` (optional) tells whether one of them has stride 1.
+bool unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit = nullptr) {
+  bool unit = false;
+  for (size_t i = 1; i < k.bufs.size(); ++i) {
+    if (k.bufs[i]->op == Op::Const) continue;
+    auto s = strideOf(k, i, axis);
+    if (!s || (*s != 0 && *s != 1)) return false;
+    unit = unit || *s == 1;
+  }
+  if (anyUnit) *anyUnit = unit;
+  return true;
+}
+
 bool hasTranscendental(const LazyOp &ast) {
   for (const LazyOp *x : ast.lazyops())
     if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
@@ -141,13 +155,7 @@ bool tileDotProducts(Kernel &k, bool wide) {
   int lastRed = static_cast<int>(k.shapeLen()) - k.upcasted - 1;
   if (!k.reduceop || lastRed < fr || !isIntSize(k, lastRed) || k.fullShape()[lastRed].asInt() < 16) return false;
   bool anyUnit = false;
-  for (size_t i = 1; i < k.bufs.size(); ++i) {
-    if (k.bufs[i]->op == Op::Const) continue;
-    auto s = strideOf(k, i, lastRed);
-    if (!s || (*s != 0 && *s != 1)) return false;
-    anyUnit = anyUnit || *s == 1;
-  }
-  if (!anyUnit) return false;
+  if (!unitOrBroadcastAlong(k, static_cast<size_t>(lastRed), &anyUnit) || !anyUnit) return false;
   // output axes a < b: one input varies along a only, another along b only, none along both
   int64_t rows = wide ? 4 : 2, cols = 4;
   for (int b = fr - 1; b >= 1; --b)
@@ -219,13 +227,7 @@ bool reduceVectorize(Kernel &k) {
   if (!k.reduceop || k.reduceop->op != Op::Sum || lastRed < fr || !isIntSize(k, lastRed)) return false;
   int64_t r = k.fullShape()[lastRed].asInt();
   bool anyUnit = false;
-  for (size_t i = 1; i < k.bufs.size(); ++i) {
-    if (k.bufs[i]->op == Op::Const) continue;
-    auto s = strideOf(k, i, lastRed);
-    if (!s || (*s != 0 && *s != 1)) return false;
-    anyUnit = anyUnit || *s == 1;
-  }
-  if (!anyUnit) return false;
+  if (!unitOrBroadcastAlong(k, static_cast<size_t>(lastRed), &anyUnit) || !anyUnit) return false;
   // the vector: the fewest registers per row of the reduce axis, then the least padding
   int64_t width = 0, padded = 0, regs = 0;
   for (int64_t w : {8, 16, 32}) {
@@ -328,12 +330,7 @@ void applyCPUHeuristics(Kernel &k) {
   // a row reduction over a contiguous axis is vectorized by LLVM along the reduce loop
   if (k.reduceop) {
     size_t lastRed = k.shapeLen() - k.upcasted - 1;
-    bool contiguousReduce = true;
-    for (size_t i = 1; i < k.bufs.size(); ++i) {
-      if (k.bufs[i]->op == Op::Const) continue;
-      auto s = strideOf(k, i, lastRed);
-      contiguousReduce = contiguousReduce && s && (*s == 1 || *s == 0);
-    }
+    bool contiguousReduce = unitOrBroadcastAlong(k, lastRed);
     auto tile = findTileAxis(k, *vec);
     if (contiguousReduce && !tile) return;
   }

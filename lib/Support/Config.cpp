@@ -43,21 +43,15 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
   };
   intKnob("DEBUG", c.debug, 0, 7);
   intKnob("OPT", c.opt, 0, 4);
-  int64_t flag = c.lazyCache;
-  intKnob("LAZYCACHE", flag, 0, 1);
-  c.lazyCache = flag;
+  intKnob("LAZYCACHE", c.lazyCache, 0, 1);
   intKnob("REDUCEOP_SPLIT_THRESHOLD", c.reduceSplitThreshold, 1, int64_t(1) << 62);
-  flag = c.mergeView;
-  intKnob("MERGE_VIEW", flag, 0, 1);
-  c.mergeView = flag;
-  flag = c.noopt;
-  intKnob("NOOPT", flag, 0, 1);
-  c.noopt = flag;
+  intKnob("MERGE_VIEW", c.mergeView, 0, 1);
+  intKnob("NOOPT", c.noopt, 0, 1);
   intKnob("THREADS", c.threads, 0, 4096);
   intKnob("LLVMOPT", c.llvmOptLevel, 0, 3);
-  flag = !c.diskCache;
-  intKnob("DISABLE_COMPILER_CACHE", flag, 0, 1);
-  c.diskCache = !flag;
+  bool noDiskCache = !c.diskCache;
+  intKnob("DISABLE_COMPILER_CACHE", noDiskCache, 0, 1);
+  c.diskCache = !noDiskCache;
   if (auto v = lookup("DEVICE")) c.device = *v;
   if (auto v = lookup("LAZYJIT_CACHE")) {
     c.cacheDir = *v;
@@ -67,16 +61,10 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
     c.cacheDir = *h + "/.cache/lazyjit";
   }
   if (auto v = lookup("CUDA_ARCH")) c.cudaArch = *v;
-  flag = c.verifyAst;
-  intKnob("LAZYJIT_VERIFY_AST", flag, 0, 1);
-  c.verifyAst = flag;
-  flag = c.bounds;
-  intKnob("LAZYJIT_BOUNDS", flag, 0, 1);
-  c.bounds = flag;
+  intKnob("LAZYJIT_VERIFY_AST", c.verifyAst, 0, 1);
+  intKnob("LAZYJIT_BOUNDS", c.bounds, 0, 1);
   intKnob("LAZYJIT_MAX_BUFFER_BYTES", c.maxBufferBytes, 0, int64_t(1) << 62);
-  flag = c.graph;
-  intKnob("GRAPH", flag, 0, 1);
-  c.graph = flag;
+  intKnob("GRAPH", c.graph, 0, 1);
   if (auto v = lookup("GRAPHPATH"); v && !v->empty()) c.graphPath = *v;
   return c;
 }

@@ -1,5 +1,6 @@
 // lazyjit::Jit: capture and replay (see Jit.h).
 #include "lazyjit/Tensor/Jit.h"
+#include "TensorInternals.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/Realize.h"
@@ -17,11 +18,7 @@ struct InputSig {
 };
 
 // the shape with each variable by name, whatever it is bound to
-InputSig signatureOf(const Tensor &t) {
-  std::string s = "[";
-  for (size_t i = 0; i < t.shape().size(); ++i) s += (i ? ", " : "") + t.shape()[i].render();
-  return {s + "]", t.dtype(), t.device()};
-}
+InputSig signatureOf(const Tensor &t) { return {fmtShape(t.shape()), t.dtype(), t.device()}; }
 
 std::string describe(const InputSig &s) { return fmt::format("{}{} on {}", s.dtype.name(), s.shape, s.device); }
 
