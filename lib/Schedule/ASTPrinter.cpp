@@ -1,0 +1,168 @@
+// The printer of the textual kernel-AST format (grammar in docs/ir.md): one node per line with its
+// argument fields, view lines under buffer ops, and a label for every subtree that occurs twice.
+#include "ASTLineParser.h"
+#include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Support/Error.h"
+
+#include <charconv>
+#include <unordered_map>
+
+namespace lazyjit {
+
+namespace {
+
+using asttext::isIdentChar;
+using asttext::isIdentStart;
+
+bool isIdentifier(std::string_view s) {
+  if (s.empty() || !isIdentStart(s[0])) return false;
+  for (char c : s)
+    if (!isIdentChar(c)) return false;
+  return true;
+}
+
+// Variable names are printed verbatim inside node keys, so they must be identifiers.
+void checkPrintable(const Node &n) {
+  for (const auto &v : n.vars())
+    LAZYJIT_USER_CHECK(!v->expr || isIdentifier(*v->expr), UnsupportedError,
+                       "printAst: variable name '{}' is not an identifier", *v->expr);
+}
+
+std::string printTuple(const std::vector<std::string> &items) {
+  std::string s = "(";
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  if (items.size() == 1) s += ",";
+  return s + ")";
+}
+
+} // namespace
+
+std::string asttext::printShape(const Shape &shape) {
+  std::vector<std::string> items;
+  for (const auto &x : shape) items.push_back(printSInt(x));
+  return printTuple(items);
+}
+
+namespace {
+
+using asttext::printShape;
+
+std::string printPairs(const std::vector<SIntPair> &pairs) {
+  std::vector<std::string> items;
+  for (const auto &[a, b] : pairs) items.push_back("(" + printSInt(a) + ", " + printSInt(b) + ")");
+  return printTuple(items);
+}
+
+std::string printView(const View &v) {
+  return "view shape=" + printShape(v.shape) + " strides=" + printShape(v.strides) +
+         " offset=" + printSInt(v.offset) + " mask=" + (v.mask ? printPairs(*v.mask) : "None") +
+         " contiguous=" + (v.contiguous ? "True" : "False");
+}
+
+struct StructuralHash {
+  size_t operator()(const LazyOp *op) const { return op->hash(); }
+};
+struct StructuralEq {
+  bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
+};
+
+class Printer {
+public:
+  std::string print(const LazyOp &root) {
+    count(root);
+    emit(root, 0);
+    return std::move(out);
+  }
+
+private:
+  // Occurrences of each distinct (structurally) subtree with operands; leaves are never labeled.
+  std::unordered_map<const LazyOp *, int, StructuralHash, StructuralEq> seen;
+  std::unordered_map<const LazyOp *, int, StructuralHash, StructuralEq> labels;
+  std::string out;
+  int nextLabel = 0;
+
+  void count(const LazyOp &op) {
+    for (const auto &s : op.src)
+      LAZYJIT_USER_CHECK(!s.isBuffer(), UnsupportedError,
+                         "printAst: {} has a LazyBuffer source; only scheduled ASTs have a "
+                         "textual form",
+                         opName(op.op));
+    if (op.src.empty()) return;
+    auto [it, fresh] = seen.emplace(&op, 1);
+    if (!fresh) {
+      ++it->second;
+      return;
+    }
+    for (const auto &s : op.src) count(*s.op);
+  }
+
+  void emit(const LazyOp &op, int indent) {
+    std::string pad(static_cast<size_t>(indent), ' ');
+    if (!op.src.empty()) {
+      if (auto it = labels.find(&op); it != labels.end()) {
+        out += pad + "$" + std::to_string(it->second) + "\n";
+        return;
+      }
+    }
+    out += pad;
+    if (!op.src.empty() && seen.at(&op) > 1) {
+      int label = nextLabel++;
+      labels.emplace(&op, label);
+      out += "$" + std::to_string(label) + " = ";
+    }
+    out += opName(op.op);
+    const ShapeTracker *st = nullptr;
+    std::visit(
+        [&](const auto &a) {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, std::monostate>) {
+          } else if constexpr (std::is_same_v<T, Shape>) {
+            out += " shape=" + printShape(a);
+          } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            std::vector<std::string> items;
+            for (int64_t x : a) items.push_back(std::to_string(x));
+            out += " axes=" + printTuple(items);
+          } else if constexpr (std::is_same_v<T, PadArg>) {
+            out += " pad=" + printPairs(a);
+          } else if constexpr (std::is_same_v<T, CastArg>) {
+            out += " dtype=" + std::string(a.dtype.name()) +
+                   " bitcast=" + (a.bitcast ? "True" : "False");
+          } else if constexpr (std::is_same_v<T, MemBuffer>) {
+            out += " idx=" + std::to_string(a.idx) + " dtype=" + std::string(a.dtype.name());
+            st = &a.st;
+          } else if constexpr (std::is_same_v<T, ConstBuffer>) {
+            out += " val=" + printDouble(a.val) + " dtype=" + std::string(a.dtype.name());
+            st = &a.st;
+          } else if constexpr (std::is_same_v<T, double>) {
+            out += " val=" + printDouble(a);
+          } else if constexpr (std::is_same_v<T, CustomOpRef>) {
+            throw UnsupportedError("printAst: the CUSTOM function " + (a ? a->name : "?") +
+                                   " has no textual form");
+          }
+        },
+        op.arg);
+    out += "\n";
+    if (st)
+      for (const auto &v : st->views) out += pad + "  " + printView(v) + "\n";
+    for (const auto &s : op.src) emit(*s.op, indent + 2);
+  }
+};
+
+} // namespace
+
+std::string printDouble(double v) {
+  char buf[64];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  if (ec != std::errc()) return fmt::format("{:.17g}", v);
+  return std::string(buf, p);
+}
+
+std::string printSInt(const SInt &x) {
+  if (x.isInt()) return std::to_string(x.asInt());
+  checkPrintable(*x.node());
+  return x.node()->key();
+}
+
+std::string printAst(const LazyOp &ast) { return Printer().print(ast); }
+
+} // namespace lazyjit
