@@ -22,6 +22,11 @@ int64_t checkedNumel(const char *op, const Shape &s);
 
 /// Normalizes a possibly negative axis for an op; throws ShapeError naming the op.
 int64_t normAxis(const char *op, const Tensor &t, int64_t axis, int64_t ndimExtra = 0);
+/// The axes a reduction over `axis` covers (all of them when unset), normalized; throws ShapeError
+/// naming the op (TensorReduce.cpp).
+std::vector<int64_t> normAxes(const char *op, const Tensor &t, const Tensor::Axes &axis);
+/// Throws DTypeError naming the op unless `t` is floating-point (TensorReduce.cpp).
+void requireFloat(const char *op, const Tensor &t);
 
 /// The reference's mlops: forward functions over LazyBuffers, each returning a new Tensor.
 class TensorInternals {
