@@ -1,7 +1,7 @@
 // CPU kernel optimizations, in the spirit of the reference's hand-coded heuristics (notes §8) but
 // aimed at a CPU's vector units:
 //  - a "vector axis": an output axis along which the output and every input are unit-stride or
-//    broadcast. It is upcast by the vector width (LowerCPU.cpp emits it as one LLVM vector);
+//    broadcast. It is upcast by the vector width (LowerCPUVector.cpp emits it as one LLVM vector);
 //  - a "tile axis" for reduces whose inputs are broadcast along different axes (matmul, conv): the
 //    input that is broadcast along the vector axis varies along it, so each loaded vector is reused
 //    by every row of the register tile;

@@ -17,405 +17,39 @@
 //
 // plus the uniform entry point `@k(ptr %bufs, ptr %vars, i64 %start, i64 %end)` that loads the
 // buffer pointers and variable values and calls the (inlined) implementation, and `@k_range`.
-#include "LowerCore.h"
+// Vector mode (one upcast axis as one LLVM vector) is in LowerCPUVector.cpp.
+#include "LowerCPU.h"
 #include "LowerKernel.h"
-#include "VectorMath.h"
 #include "lazyjit/Support/Error.h"
-
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/TargetParser/Triple.h>
 
-#include <optional>
-#include <set>
-
 namespace lazyjit {
 
 using namespace llvm;
 
-namespace {
-
-// CPU math: sqrt is an instruction; exp2/log2/sin are calls to the C library by name, marked as
-// not touching memory, so that the loop vectorizer can replace them with glibc's vector variants
-// (libmvec, mapped in Compiler.cpp) and the scalar remainder calls libm.
-class CPUMath : public MathLowering {
-public:
-  Value *unary(IRBuilder<> &b, Op op, Value *x) override {
-    if (op == Op::Sqrt) return b.CreateUnaryIntrinsic(Intrinsic::sqrt, x);
-    bool dbl = x->getType()->isDoubleTy();
-    const char *name = nullptr;
-    switch (op) {
-    case Op::Exp2: name = dbl ? "exp2" : "exp2f"; break;
-    case Op::Log2: name = dbl ? "log2" : "log2f"; break;
-    case Op::Sin: name = dbl ? "sin" : "sinf"; break;
-    default: LAZYJIT_INTERNAL_CHECK(false, "codegen: {} is not a math op", opName(op));
-    }
-    Module *m = b.GetInsertBlock()->getModule();
-    FunctionCallee f = m->getOrInsertFunction(name, FunctionType::get(x->getType(), {x->getType()}, false));
-    if (auto *fn = dyn_cast<Function>(f.getCallee())) {
-      fn->setDoesNotAccessMemory();
-      fn->setDoesNotThrow();
-      fn->addFnAttr(Attribute::WillReturn);
-    }
-    CallInst *call = b.CreateCall(f, {x});
-    call->setDoesNotAccessMemory();
-    return call;
+Value *CPUMath::unary(IRBuilder<> &b, Op op, Value *x) {
+  if (op == Op::Sqrt) return b.CreateUnaryIntrinsic(Intrinsic::sqrt, x);
+  bool dbl = x->getType()->isDoubleTy();
+  const char *name = nullptr;
+  switch (op) {
+  case Op::Exp2: name = dbl ? "exp2" : "exp2f"; break;
+  case Op::Log2: name = dbl ? "log2" : "log2f"; break;
+  case Op::Sin: name = dbl ? "sin" : "sinf"; break;
+  default: LAZYJIT_INTERNAL_CHECK(false, "codegen: {} is not a math op", opName(op));
   }
-};
-
-// The libmvec variant (VectorMath.h) of exp2/log2/sin for `lanes`-wide vectors: the widest
-// register whose lane count divides `lanes`, as {name, lanes per call}.
-std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int64_t lanes, int vectorBits,
-                                                           const Triple &triple) {
-  if (!triple.isX86() || !triple.isOSLinux() || vectorBits < 256) return std::nullopt;
-  if (dt != dtypes::float32 && dt != dtypes::float64) return std::nullopt;
-  bool dbl = dt == dtypes::float64;
-  const char *base = op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin" : nullptr;
-  if (!base) return std::nullopt;
-  auto fn = findVectorMathFn(std::string(base) + (dbl ? "" : "f"));
-  if (!fn) return std::nullopt;
-  for (bool zmm : {true, false}) {
-    if (zmm && vectorBits < 512) continue;
-    unsigned width = 0;
-    std::string name = vectorMathName(*fn, zmm, &width);
-    if (lanes % width == 0) return std::make_pair(name, static_cast<int64_t>(width));
+  Module *m = b.GetInsertBlock()->getModule();
+  FunctionCallee f = m->getOrInsertFunction(name, FunctionType::get(x->getType(), {x->getType()}, false));
+  if (auto *fn = dyn_cast<Function>(f.getCallee())) {
+    fn->setDoesNotAccessMemory();
+    fn->setDoesNotThrow();
+    fn->addFnAttr(Attribute::WillReturn);
   }
-  return std::nullopt;
-}
-
-class CPULowerer : public KernelEmitter {
-public:
-  CPULowerer(const Kernel &k, Module &m) : KernelEmitter(k, m, math) {}
-  Function *lower(const std::string &symbol);
-
-private:
-  CPUMath math;
-  void emitBody(Value *start, Value *end);
-  void emitRangeFunction(const std::string &symbol);
-
-  // ---- vector mode: the last output-upcast axis as one LLVM vector (see VectorLowering) ----
-  int vecAxis = -1;
-  int64_t lanes = 0;
-  bool streamed = false; // a streaming store was emitted: fence before returning
-  NodeRef vidx;
-  bool vecReduce = false; // the vector axis is a reduce axis (dot products)
-  bool canVectorize(int axis, bool reduceAxis);
-  bool usesVidx(const Node &n) const;
-  bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
-  Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
-  Value *renderVec(const Node &n, llvm::IntegerType *et);
-  llvm::IntegerType *vecIndexType(const Node &n);
-  Value *maskFor(const NodeRef &valid);
-  Val vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
-  Value *gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid);
-  Val vecConvert(Val x, DType to);
-  Val vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
-  void vecStore(const std::vector<NodeRef> &idxs, Val v);
-  Value *vecZero(DType dt) { return Constant::getNullValue(VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false)); }
-};
-
-// ---- vector mode ------------------------------------------------------------------------------------
-//
-// When the kernel's last output-upcast axis (size 4..64) is unit-stride in the output, the whole
-// per-element computation is emitted once on <lanes x float> values instead of once per lane:
-// inputs contiguous along the axis become one vector load (masked where padding makes lanes
-// invalid), inputs broadcast along it a scalar load and a splat, anything else a masked gather.
-// Accumulators are vectors too, so a matmul tile keeps rows x lanes sums in registers.
-
-bool CPULowerer::usesVidx(const Node &n) const {
-  for (const auto &v : n.vars())
-    if (v->expr && *v->expr == "vidx") return true;
-  return false;
-}
-
-// True when idx == base + vidx for a base without vidx.
-bool CPULowerer::contiguousInVidx(const NodeRef &idx, NodeRef *base) const {
-  NodeRef b0 = idx->substitute({{vidx->key(), numNode(0)}});
-  if (usesVidx(*b0)) return false;
-  if (sumNodes({b0, vidx})->key() != idx->key()) return false;
-  if (base) *base = b0;
-  return true;
-}
-
-bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
-  static const std::set<Op> ok = {Op::Load, Op::Const, Op::Store, Op::Add,  Op::Sub,   Op::Mul,  Op::Div,
-                                  Op::Max,  Op::CmpLt, Op::Where, Op::Neg,  Op::Sqrt,  Op::Recip, Op::Sum,
-                                  Op::ReduceMax, Op::Cast};
-  for (const LazyOp *x : k.ast->lazyops()) {
-    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) {
-      if (!vectorMathFn(x->op, dtypeOf(*x), lanes, k.opts.vectorBits, Triple(m.getTargetTriple()))) return false;
-      continue;
-    }
-    if (!ok.count(x->op)) return false;
-    if (x->op == Op::Cast) {
-      const auto &ca = std::get<CastArg>(x->arg);
-      if (ca.bitcast || !(ca.dtype == dtypes::float32 || ca.dtype == dtypes::float64)) return false;
-    }
-    if (isBufferOp(x->op) && !(x->bufferDType() == dtypes::float32 || x->bufferDType() == dtypes::float64))
-      return false;
-  }
-  // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
-  if (reduceAxis) return k.reduceop && dtypeOf(*k.reduceop).isFloating();
-  // the output must be contiguous along the axis
-  std::vector<NodeRef> ix;
-  for (size_t a = 0; a < k.shapeLen(); ++a)
-    ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
-  return contiguousInVidx(access(0, ix).idx, nullptr);
-}
-
-// Renders an index or validity node per lane: integer arithmetic in `et` (i32 when every value
-// fits, which makes division by a constant and gathers cheaper), i1 for comparisons and ands.
-// Lane-invariant subexpressions are computed once as scalars and splat.
-Value *CPULowerer::renderVec(const Node &n, IntegerType *et) {
-  auto lanesOf = [&](Type *t) { return VectorType::get(t, static_cast<unsigned>(lanes), false); };
-  auto isBoolVec = [](Value *v) { return v->getType()->getScalarType()->isIntegerTy(1); };
-  auto asInt = [&](Value *v) { return isBoolVec(v) ? b.CreateZExt(v, lanesOf(et)) : v; };
-  auto asBool = [&](Value *v) { return isBoolVec(v) ? v : b.CreateICmpNE(v, Constant::getNullValue(v->getType())); };
-  if (!usesVidx(n)) {
-    Value *v = render(n);
-    if (v->getType()->isIntegerTy(1)) return splat(v);
-    return splat(b.CreateSExtOrTrunc(v, et));
-  }
-  auto operand = [&](const SInt &x) -> Value * {
-    return x.isInt() ? splat(ConstantInt::getSigned(et, x.asInt())) : asInt(renderVec(*x.node(), et));
-  };
-  // floor and C division agree for a non-negative dividend; a positive constant divisor then
-  // allows the unsigned forms, which need no sign fix-up
-  bool unsignedOk = (n.kind == NodeKind::Div || n.kind == NodeKind::Mod) && n.b.isInt() && n.b.asInt() > 0 &&
-                    nonNegative(*n.a);
-  switch (n.kind) {
-  case NodeKind::Variable: {
-    std::vector<Constant *> lanesC;
-    for (int64_t i = 0; i < lanes; ++i) lanesC.push_back(ConstantInt::get(et, static_cast<uint64_t>(i)));
-    return ConstantVector::get(lanesC);
-  }
-  case NodeKind::Mul: return b.CreateMul(asInt(renderVec(*n.a, et)), operand(n.b));
-  case NodeKind::Div:
-    return unsignedOk ? b.CreateUDiv(asInt(renderVec(*n.a, et)), operand(n.b))
-                      : b.CreateSDiv(asInt(renderVec(*n.a, et)), operand(n.b));
-  case NodeKind::Mod:
-    return unsignedOk ? b.CreateURem(asInt(renderVec(*n.a, et)), operand(n.b))
-                      : b.CreateSRem(asInt(renderVec(*n.a, et)), operand(n.b));
-  case NodeKind::Lt: return b.CreateICmpSLT(asInt(renderVec(*n.a, et)), operand(n.b));
-  case NodeKind::Sum: {
-    // the lane-invariant terms first, as one scalar sum
-    std::vector<NodeRef> inv, var;
-    for (const auto &x : n.nodes) (usesVidx(*x) ? var : inv).push_back(x);
-    Value *acc = inv.empty() ? nullptr : renderVec(*sumNodes(inv), et);
-    for (const auto &x : var) {
-      Value *v = asInt(renderVec(*x, et));
-      acc = acc ? b.CreateAdd(acc, v) : v;
-    }
-    return acc;
-  }
-  case NodeKind::And: {
-    std::vector<NodeRef> inv, var;
-    for (const auto &x : n.nodes) (usesVidx(*x) ? var : inv).push_back(x);
-    Value *acc = inv.empty() ? nullptr : renderVec(*andNodes(inv), et);
-    for (const auto &x : var) {
-      Value *v = asBool(renderVec(*x, et));
-      acc = acc ? b.CreateAnd(acc, v) : v;
-    }
-    return acc;
-  }
-  case NodeKind::Num: break;
-  }
-  return splat(b.CreateSExtOrTrunc(render(n), et));
-}
-
-IntegerType *CPULowerer::vecIndexType(const Node &n) { return fitsInt32(n) ? b.getInt32Ty() : b.getInt64Ty(); }
-
-// The per-lane validity of a (non-constant) valid expression as <lanes x i1>.
-Value *CPULowerer::maskFor(const NodeRef &valid) {
-  if (usesVidx(*valid)) return renderVec(*valid, vecIndexType(*valid));
-  return splat(asI1(render(*valid)));
-}
-
-// A gather from one scalar address (the lane-invariant terms of the index) plus per-lane offsets,
-// 32-bit when they fit. The lane-invariant conjuncts of the valid guard the whole gather with a
-// branch (a gather with no lane on still costs most of a full one):
-//
-//   br i1 %invariantValid, label %gather, label %gather.cont
-//   gather:       %g = call <N x float> @llvm.masked.gather(... %laneMask ...)
-//   gather.cont:  %v = phi <N x float> [ zeroinitializer, %entry ], [ %g, %gather ]
-Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid) {
-  Align align(et->getScalarSizeInBits() / 8);
-  Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
-  std::vector<NodeRef> conj = valid->kind == NodeKind::And ? valid->nodes : std::vector<NodeRef>{valid};
-  std::vector<NodeRef> invValid, varValid;
-  if (!valid->isNum())
-    for (const auto &c : conj) (usesVidx(*c) ? varValid : invValid).push_back(c);
-  BasicBlock *pre = nullptr, *cont = nullptr;
-  if (!invValid.empty()) {
-    pre = b.GetInsertBlock();
-    BasicBlock *body = BasicBlock::Create(ctx, "gather", fn);
-    cont = BasicBlock::Create(ctx, "gather.cont", fn);
-    b.CreateCondBr(asI1(render(*andNodes(invValid))), body, cont);
-    b.SetInsertPoint(body);
-  }
-  std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
-  std::vector<NodeRef> inv, var;
-  for (const auto &t : terms) (usesVidx(*t) ? var : inv).push_back(t);
-  NodeRef offsets = sumNodes(var);
-  Value *p = inv.empty() ? ptr : b.CreateGEP(et, ptr, asI64(render(*sumNodes(inv))));
-  Value *offsetVec = renderVec(*offsets, vecIndexType(*offsets));
-  Value *ptrs = b.CreateGEP(et, p, offsetVec);
-  Value *mask = varValid.empty() ? splat(b.getTrue()) : maskFor(andNodes(varValid));
-  if (boundsReport) {
-    Value *lanesIdx = b.CreateSExt(offsetVec, VectorType::get(b.getInt64Ty(), static_cast<unsigned>(lanes), false));
-    if (!inv.empty()) lanesIdx = b.CreateAdd(lanesIdx, b.CreateVectorSplat(static_cast<unsigned>(lanes), asI64(render(*sumNodes(inv)))));
-    checkAccess(memIdx, lanesIdx, varValid.empty() ? nullptr : mask);
-  }
-  Value *g = b.CreateMaskedGather(vt, ptrs, align, mask, Constant::getNullValue(vt));
-  if (!cont) return g;
-  BasicBlock *body = b.GetInsertBlock();
-  b.CreateBr(cont);
-  b.SetInsertPoint(cont);
-  PHINode *phi = b.CreatePHI(vt, 2);
-  phi->addIncoming(Constant::getNullValue(vt), pre);
-  phi->addIncoming(g, body);
-  return phi;
-}
-
-Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
-  size_t bi = bufIndex(&op);
-  auto [idx, valid] = access(bi, idxs);
-  DType dt = op.bufferDType();
-  std::string key = "v" + std::to_string(bi) + "|" + idx->key() + "|" + valid->key();
-  if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
-  Val out{nullptr, dt};
-  bool alwaysValid = valid->isNum() && valid->num != 0;
-  Type *et = vb.regType(dt);
-  Align align(dt.itemsize());
-  if (valid->isNum() && valid->num == 0) {
-    out.v = vecZero(dt);
-  } else if (op.op == Op::Const) {
-    Value *c = splat(vb.constant(op.constBuffer().val, dt).v);
-    out.v = alwaysValid ? c : b.CreateSelect(maskFor(valid), c, vecZero(dt));
-  } else {
-    int mi = op.memBuffer().idx;
-    Value *ptr = bufPtrs.at(mi);
-    NodeRef base;
-    if (!usesVidx(*idx)) {
-      if (alwaysValid) {
-        checkAccess(mi, asI64(render(*idx)), nullptr);
-        out.v = splat(vb.load(ptr, asI64(render(*idx)), dt).v);
-      } else {
-        Value *mask = maskFor(valid);
-        Value *any = b.CreateOrReduce(mask);
-        checkAccess(mi, asI64(render(*idx)), any);
-        Value *safe = b.CreateSelect(any, asI64(render(*idx)), i64(0));
-        out.v = b.CreateSelect(mask, splat(vb.load(ptr, safe, dt).v), vecZero(dt));
-      }
-    } else if (contiguousInVidx(idx, &base)) {
-      // (the first lane's address may be out of bounds when it is masked off: no inbounds then)
-      Value *p = alwaysValid ? b.CreateInBoundsGEP(et, ptr, asI64(render(*base)))
-                             : b.CreateGEP(et, ptr, asI64(render(*base)));
-      Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
-      if (boundsReport) checkAccess(mi, laneIndices(asI64(render(*base)), lanes), alwaysValid ? nullptr : maskFor(valid));
-      if (alwaysValid) out.v = b.CreateAlignedLoad(vt, p, align);
-      else out.v = b.CreateMaskedLoad(vt, p, align, maskFor(valid), vecZero(dt));
-    } else {
-      out.v = gather(mi, ptr, et, idx, valid);
-    }
-  }
-  loadCache[key] = out;
-  return out;
-}
-
-Val CPULowerer::vecConvert(Val x, DType to) {
-  if (x.dt == to) return x;
-  Type *vt = VectorType::get(vb.regType(to), static_cast<unsigned>(lanes), false);
-  if (x.dt.isBool()) return {b.CreateUIToFP(x.v, vt), to};
-  if (to.isBool()) return {b.CreateFCmpUNE(x.v, Constant::getNullValue(x.v->getType())), to};
-  return {to == dtypes::float64 ? b.CreateFPExt(x.v, vt) : b.CreateFPTrunc(x.v, vt), to};
-}
-
-Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
-  if (isBufferOp(op.op)) return vecLoadLeaf(op, idxs);
-  if (isReduceOp(op.op)) return *acc;
-  DType dt = dtypeOf(op);
-  std::vector<Val> s;
-  for (const auto &x : op.src) s.push_back(vecEval(*x.op, idxs, acc));
-  if (op.op == Op::Cast) return vecConvert(s[0], std::get<CastArg>(op.arg).dtype);
-  if (op.op == Op::Where) {
-    Value *c = s[0].dt.isBool() ? s[0].v : b.CreateFCmpUNE(s[0].v, Constant::getNullValue(s[0].v->getType()));
-    return {b.CreateSelect(c, vecConvert(s[1], dt).v, vecConvert(s[2], dt).v), dt};
-  }
-  for (auto &v : s) v = vecConvert(v, dt);
-  Value *a = s[0].v, *c = s.size() > 1 ? s[1].v : nullptr;
-  switch (op.op) {
-  case Op::Add: return {b.CreateFAdd(a, c), dt};
-  case Op::Sub: return {b.CreateFSub(a, c), dt};
-  case Op::Mul: return {b.CreateFMul(a, c), dt};
-  case Op::Div: return {b.CreateFDiv(a, c), dt};
-  case Op::Max: return {b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c), dt};
-  case Op::CmpLt: return {b.CreateFCmpULT(a, c), dtypes::boolean};
-  case Op::Neg: return {b.CreateFNeg(a), dt};
-  case Op::Sqrt: return {b.CreateUnaryIntrinsic(Intrinsic::sqrt, a), dt};
-  case Op::Recip: return {b.CreateFDiv(ConstantFP::get(a->getType(), 1.0), a), dt};
-  case Op::Exp2:
-  case Op::Log2:
-  case Op::Sin: {
-    auto fn = vectorMathFn(op.op, dt, lanes, k.opts.vectorBits, Triple(m.getTargetTriple()));
-    LAZYJIT_INTERNAL_CHECK(fn.has_value(), "codegen: no vector {} for {} lanes", opName(op.op), lanes);
-    auto [name, width] = *fn;
-    Type *part = VectorType::get(a->getType()->getScalarType(), static_cast<unsigned>(width), false);
-    FunctionCallee f = m.getOrInsertFunction(name, FunctionType::get(part, {part}, false));
-    if (auto *fnDecl = dyn_cast<Function>(f.getCallee())) {
-      fnDecl->setDoesNotAccessMemory();
-      fnDecl->setDoesNotThrow();
-      fnDecl->addFnAttr(Attribute::WillReturn);
-    }
-    // one call per `width` lanes, the pieces put back together
-    Value *out = PoisonValue::get(a->getType());
-    for (int64_t lo = 0; lo < lanes; lo += width) {
-      SmallVector<int, 16> pick, put;
-      for (int64_t i = 0; i < width; ++i) pick.push_back(static_cast<int>(lo + i));
-      Value *piece = width == lanes ? a : b.CreateShuffleVector(a, pick);
-      CallInst *call = b.CreateCall(f, {piece});
-      call->setDoesNotAccessMemory();
-      if (width == lanes) return {call, dt};
-      for (int64_t i = 0; i < lanes; ++i) put.push_back(i >= lo && i < lo + width ? static_cast<int>(lanes + i - lo) : static_cast<int>(i));
-      Value *wide = b.CreateShuffleVector(call, PoisonValue::get(part), [&] {
-        SmallVector<int, 64> grow;
-        for (int64_t i = 0; i < lanes; ++i) grow.push_back(i < width ? static_cast<int>(i) : -1);
-        return grow;
-      }());
-      out = b.CreateShuffleVector(out, wide, put);
-    }
-    return {out, dt};
-  }
-  default: break;
-  }
-  LAZYJIT_INTERNAL_CHECK(false, "codegen: {} in vector mode", opName(op.op));
-  return {};
-}
-
-void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
-  DType outDt = k.bufs[0]->memBuffer().dtype;
-  auto [idx, valid] = access(0, idxs);
-  if (valid->isNum() && valid->num == 0) return;
-  NodeRef base;
-  LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector store is not contiguous");
-  Val x = vecConvert(v, outDt);
-  if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
-  Value *p = b.CreateInBoundsGEP(vb.regType(outDt), bufPtrs[0], asI64(render(*base)));
-  Align align(outDt.itemsize());
-  // a streaming store needs a whole, aligned cache line: buffers are 64-byte aligned, so the
-  // first lane's index must be a multiple of the lane count
-  int64_t lineBytes = lanes * outDt.itemsize();
-  SInt rem = mod(SInt(base), SInt(lanes));
-  bool aligned = rem.isInt() ? rem.asInt() == 0 : rem.node()->isNum() && rem.node()->num == 0;
-  if (k.streamingStores && valid->isNum() && lineBytes == 64 && aligned) {
-    StoreInst *st = b.CreateAlignedStore(x.v, p, Align(64));
-    st->setMetadata(LLVMContext::MD_nontemporal, MDNode::get(ctx, ConstantAsMetadata::get(b.getInt32(1))));
-    streamed = true;
-    return;
-  }
-  if (valid->isNum()) b.CreateAlignedStore(x.v, p, align);
-  else b.CreateMaskedStore(x.v, p, align, maskFor(valid));
+  CallInst *call = b.CreateCall(f, {x});
+  call->setDoesNotAccessMemory();
+  return call;
 }
 
 void CPULowerer::emitBody(Value *start, Value *end) {
@@ -686,8 +320,6 @@ Function *CPULowerer::lower(const std::string &symbol) {
   verify();
   return entryFn;
 }
-
-} // namespace
 
 Function *lowerKernelCPU(const Kernel &k, Module &m, const std::string &symbol) {
   CPULowerer l(k, m);

@@ -1,0 +1,50 @@
+// The CPU kernel lowerer, shared by its two halves: LowerCPU.cpp (loops, accumulators, stores and
+// the entry points) and LowerCPUVector.cpp (vector mode: one upcast axis as one LLVM vector).
+// Private to lib/CodeGen.
+#pragma once
+
+#include "LowerCore.h"
+
+namespace lazyjit {
+
+// CPU math: sqrt is an instruction; exp2/log2/sin are calls to the C library by name, marked as
+// not touching memory, so that the loop vectorizer can replace them with glibc's vector variants
+// (libmvec, mapped in Compiler.cpp) and the scalar remainder calls libm.
+class CPUMath : public MathLowering {
+public:
+  llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) override;
+};
+
+/// Lowers one Kernel for a CPU target (lowerKernelCPU); see LowerCPU.cpp for the IR it emits.
+class CPULowerer : public KernelEmitter {
+public:
+  CPULowerer(const Kernel &k, llvm::Module &m) : KernelEmitter(k, m, math) {}
+  llvm::Function *lower(const std::string &symbol);
+
+private:
+  CPUMath math;
+  void emitBody(Value *start, Value *end);
+  void emitRangeFunction(const std::string &symbol);
+
+  // ---- vector mode: the last output-upcast axis as one LLVM vector (LowerCPUVector.cpp) ----
+  int vecAxis = -1;
+  int64_t lanes = 0;
+  bool streamed = false; // a streaming store was emitted: fence before returning
+  NodeRef vidx;
+  bool vecReduce = false; // the vector axis is a reduce axis (dot products)
+  bool canVectorize(int axis, bool reduceAxis);
+  bool usesVidx(const Node &n) const;
+  bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
+  Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
+  Value *renderVec(const Node &n, llvm::IntegerType *et);
+  llvm::IntegerType *vecIndexType(const Node &n);
+  Value *maskFor(const NodeRef &valid);
+  Val vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
+  Value *gather(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, const NodeRef &valid);
+  Val vecConvert(Val x, DType to);
+  Val vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
+  void vecStore(const std::vector<NodeRef> &idxs, Val v);
+  Value *vecZero(DType dt) { return llvm::Constant::getNullValue(llvm::VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false)); }
+};
+
+} // namespace lazyjit
