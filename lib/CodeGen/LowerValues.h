@@ -1,6 +1,6 @@
 // Typed values during lowering: the IR types of each dtype in registers and in memory, casts
 // between dtypes, and the ALU ops with the semantics of the reference interpreter
-// (lib/Runtime/Interpreter.cpp is the oracle these must match).
+// (lib/Runtime/InterpreterScalar.cpp is the oracle these must match).
 #pragma once
 
 #include "lazyjit/Graph/DType.h"
