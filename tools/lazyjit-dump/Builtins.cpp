@@ -1,6 +1,7 @@
 // The builtin objects of the script language: Tensor (its creators, `Tensor(data)` and unbound
 // methods such as `Tensor.cat(a, b)`), Variable and its bind, the dtypes namespace, and the
-// dispatch of calls and attributes to the nn/optim values of NNBuiltins.cpp.
+// dispatch of calls and attributes to the nn/optim values of NNBuiltins.cpp and
+// OptimStateBuiltins.cpp.
 #include "Builtins.h"
 #include "Script.h"
 

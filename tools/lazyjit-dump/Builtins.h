@@ -1,5 +1,6 @@
 // The builtin objects of the script language (Tensor, Variable, dtypes, nn) and the Tensor method
-// table shared by the evaluator and the name checker.
+// table shared by the evaluator and the name checker, and the helpers the nn, optim and state
+// builtins share.
 #pragma once
 
 #include "Value.h"
@@ -13,5 +14,16 @@ Value callTensorMethod(Tensor &&self, const std::string &name, CallArgs &args);
 Value getTensorProperty(Tensor &&self, const std::string &name);
 /// Takes the keyword-only `dtype=` and `device=` arguments of creation functions.
 TensorOptions tensorOptions(CallArgs &args);
+
+// ---- shared by the nn builtins (NNBuiltins.cpp) and the optim/state ones (OptimStateBuiltins.cpp)
+
+/// Parameter `i`/`name` of a call as a double or a bool; `dflt` when it is not given.
+double doubleArg(CallArgs &a, size_t i, std::string_view name, double dflt);
+bool boolArg(CallArgs &a, size_t i, std::string_view name, bool dflt);
+/// The layer's tensors by their state-dict names ("weight", "running_mean"), as references.
+void visitLayerTensors(const LayerV &l,
+                       const std::function<void(const std::string &, Tensor &)> &f);
+/// Constructs `optim.<cls>(params, ...)` for a class of optimClasses().
+OptimV makeOptim(const std::string &cls, CallArgs &a);
 
 } // namespace lazyjit::script

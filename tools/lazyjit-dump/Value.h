@@ -130,6 +130,14 @@ private:
   std::vector<bool> kwUsed;
 };
 
+// ---- operators (ScriptOperators.cpp) -------------------------------------------------------
+
+/// `l op r` for an arithmetic or comparison operator, with Python's dispatch: a tensor operand
+/// calls the tensor's (or, on the right, its reflected) method. Throws Error for unsupported types.
+Value binaryOp(const std::string &op, Value &&l, Value &&r);
+/// `-v` (neg) or `+v`.
+Value unaryOp(bool neg, Value &&v);
+
 // ---- the builtin tables (TensorMethods.cpp) -------------------------------------------------
 
 /// Calls `self.<name>(args)`; `self` is consumed (a temporary receiver dies with the call).
@@ -143,7 +151,7 @@ Value callValue(Value &&callee, CallArgs &args);
 /// tensors, opt.lr).
 void setAttribute(Value &&self, const std::string &name, Value &&v);
 
-// ---- nn, optim and state dicts (NNBuiltins.cpp) ----------------------------------------------
+// ---- nn (NNBuiltins.cpp), optim and state dicts (OptimStateBuiltins.cpp) ---------------------
 
 /// Constructs `nn.<cls>(...)` / `optim.<cls>(...)`; nullopt if `cls` is no such class.
 std::optional<Value> makeNNObject(const std::string &module, const std::string &cls,
