@@ -1,0 +1,32 @@
+// The peers lazyjit-bench measures in the same run as lazyjit, so that every rate is reported as a
+// ratio to them: the copy ceiling, and Eigen and OpenBLAS when they were installed at build time.
+#pragma once
+
+#include "BenchUtil.h"
+
+#include <cstddef>
+
+namespace lazyjit::bench {
+
+/// The copy ceiling: GB/s of a plain copy loop over `n` floats split across `threads` pool
+/// threads, on huge pages. Its timing goes to `out`; with `readRate`, also the GB/s of a plain
+/// read loop (a sum) over the same floats, which is the best a reduction can do.
+double copyCeiling(size_t n, int threads, Timing *out, double *readRate = nullptr);
+
+#ifdef LAZYJIT_BENCH_EIGEN
+/// GB/s of W1, W2 and W3 (softmax) or W4 (layernorm) as Eigen array expressions, split across the
+/// pool as lazyjit's kernels are.
+double eigenW1(size_t n);
+double eigenW2(size_t n);
+double eigenRows(size_t rows, size_t cols, bool softmax);
+#endif
+
+#ifdef LAZYJIT_BENCH_OPENBLAS
+/// OpenBLAS's thread count (the same as lazyjit's).
+void blasSetThreads(int threads);
+/// GFLOP/s of an m x k by k x n SGEMM, and of W6's MLP, in OpenBLAS.
+double blasGemm(int m, int n, int k);
+double blasMLP(int batch);
+#endif
+
+} // namespace lazyjit::bench
