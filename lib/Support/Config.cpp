@@ -41,7 +41,7 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
     if (auto v = lookup(name)) field = static_cast<std::remove_reference_t<decltype(field)>>(
                                    parseInt(name, *v, lo, hi));
   };
-  intKnob("DEBUG", c.debug, 0, 7);
+  intKnob("DEBUG", c.debug, 0, kMaxDebugLevel);
   intKnob("OPT", c.opt, 0, 4);
   intKnob("LAZYCACHE", c.lazyCache, 0, 1);
   intKnob("REDUCEOP_SPLIT_THRESHOLD", c.reduceSplitThreshold, 1, int64_t(1) << 62);

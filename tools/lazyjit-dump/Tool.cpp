@@ -149,7 +149,8 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
   app.add_option("--opt", inv.opt, "fusion level of the reference (OPT, 0-4)")
       ->check(CLI::Range(0, 4));
   app.add_flag("--noopt", inv.noopt, "no kernel optimizations");
-  app.add_option("--debug", inv.debug, "debug level (DEBUG, 0-5)")->check(CLI::Range(0, 5));
+  app.add_option("--debug", inv.debug, fmt::format("debug level (DEBUG, 0-{})", kMaxDebugLevel))
+      ->check(CLI::Range(0, kMaxDebugLevel));
   app.add_option("-o", inv.outFile, "write the output to this file");
   try {
     app.parse(argc, argv);

@@ -83,7 +83,8 @@ public:
   void simplifyMergeAdjacent();
   /// Applies one optimization; throws UnsupportedError if it does not apply to this kernel.
   void applyOpt(const Opt &opt);
-  /// The reference's hand-coded heuristics, adapted per target (see Heuristics.cpp).
+  /// The reference's hand-coded heuristics, adapted per target (HeuristicsCPU.cpp,
+  /// HeuristicsGPU.cpp).
   void handCodedOptimizations();
 };
 

@@ -8,8 +8,14 @@
 
 namespace lazyjit {
 
+/// The highest DEBUG level accepted (the DEBUG variable and lazyjit-dump --debug). Levels 1 to 4
+/// each add output: 1 devices found and files written, 2 per-kernel compile/load/run times (each
+/// kernel synchronized), cache hits and reduce splits, 3 each scheduled item, 4 LLVM IR, PTX and
+/// the GPU heuristics' choices. Levels 5 to 7 log what 4 does.
+inline constexpr int kMaxDebugLevel = 7;
+
 struct Config {
-  int debug = 0;                         ///< DEBUG: 0..5, what is logged to stderr
+  int debug = 0;                         ///< DEBUG: 0..kMaxDebugLevel, what is logged to stderr
   int opt = 2;                           ///< OPT: the reference's fusion level 0..4
   bool lazyCache = true;                 ///< LAZYCACHE: dedup identical lazy ops
   int64_t reduceSplitThreshold = 32768;  ///< REDUCEOP_SPLIT_THRESHOLD
