@@ -1,5 +1,6 @@
 // nn layers (reference tinygrad/nn/__init__.py): initializations and forward passes.
 #include "lazyjit/NN/Layers.h"
+#include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Support/Error.h"
 
 #include <cmath>
@@ -7,12 +8,7 @@
 namespace lazyjit::nn {
 
 namespace {
-std::string fmtShapeOf(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].render();
-  return out + "]";
-}
-std::string describeT(const Tensor &t) { return std::string(t.dtype().name()) + fmtShapeOf(t.shape()); }
+std::string describeT(const Tensor &t) { return typedShapeText(t.dtype(), t.shape()); }
 
 int64_t prodFrom(const Shape &s, size_t from) {
   int64_t n = 1;
@@ -150,7 +146,7 @@ Tensor LayerNorm::operator()(Tensor xIn) const {
   LAZYJIT_USER_CHECK(x.ndim() >= static_cast<int64_t>(normalizedShape.size()) &&
                          Shape(x.shape().end() - normalizedShape.size(), x.shape().end()) == normalizedShape,
                      ShapeError, "LayerNorm: last dimensions of {} must match {}", describeT(x),
-                     fmtShapeOf(normalizedShape));
+                     shapeText(normalizedShape));
   Tensor y = x.layernorm(axis, eps);
   if (!weight) return y;
   return y.mul(*weight).add(*bias);

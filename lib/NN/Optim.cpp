@@ -1,6 +1,7 @@
 // Optimizers (reference tinygrad/nn/optim.py), written in the reference's evaluation order so the
 // update kernels fuse as its do.
 #include "lazyjit/NN/Optim.h"
+#include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Support/Error.h"
 
 #include <unordered_set>
@@ -16,11 +17,6 @@ std::vector<Tensor> dedup(const std::vector<Tensor> &xs, bool wantGrad) {
   return out;
 }
 
-std::string fmtShape(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].render();
-  return out + "]";
-}
 } // namespace
 
 Optimizer::Optimizer(std::vector<Tensor> ps, double lrValue) {
@@ -54,7 +50,7 @@ Tensor Optimizer::gradOf(const char *who, size_t i) const {
   LAZYJIT_USER_CHECK(g.has_value(), Error,
                      "{}.step: parameter {} ({} {}) has no gradient; call backward() on a loss that "
                      "depends on it before step()", who, i, params[i].dtype().name(),
-                     fmtShape(params[i].shape()));
+                     shapeText(params[i].shape()));
   return *g;
 }
 

@@ -1,5 +1,6 @@
 // safetensors and .npy files, and state dict loading (see State.h).
 #include "lazyjit/NN/State.h"
+#include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/Math.h"
@@ -90,12 +91,6 @@ std::pair<int64_t, size_t> sizeOf(const std::string &path, const std::string &wh
   if (__builtin_mul_overflow(n, static_cast<int64_t>(dt.itemsize()), &bytes))
     fail(path, fmt::format("{}: the tensor's byte size overflows 64 bits", what));
   return {n, static_cast<size_t>(bytes)};
-}
-
-std::string shapeText(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].render();
-  return out + "]";
 }
 
 bool sameShape(const Shape &a, const Shape &b) {

@@ -2,6 +2,7 @@
 #include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Error.h"
 
@@ -25,18 +26,6 @@ std::string escape(const std::string &s) {
   return out;
 }
 
-std::string shortOp(Op op) {
-  std::string_view n = opName(op);
-  n.remove_prefix(n.find('.') + 1);
-  return std::string(n);
-}
-
-std::string typed(const LazyBuffer &b) {
-  std::string s = std::string(b.dtype().name()) + "[";
-  for (size_t i = 0; i < b.shape.size(); ++i) s += (i ? ", " : "") + b.shape[i].render();
-  return s + "]";
-}
-
 class DotWriter {
 public:
   std::string out = "digraph schedule {\n  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n";
@@ -45,14 +34,14 @@ public:
     if (auto it = bufIds.find(b); it != bufIds.end()) return it->second;
     std::string id = "b" + std::to_string(bufIds.size());
     bufIds.emplace(b, id);
-    out += "  " + id + " [shape=box, style=filled, fillcolor=\"#e8eef7\", label=\"" + escape(typed(*b)) + "\"];\n";
+    out += "  " + id + " [shape=box, style=filled, fillcolor=\"#e8eef7\", label=\"" + escape(typedShapeText(b->dtype(), b->shape)) + "\"];\n";
     return id;
   }
 
   // the AST inside a kernel cluster; returns the node id of `op`
   std::string astNode(const LazyOp &op, const ScheduleItem &si, int k, std::string &edges) {
     std::string id = "k" + std::to_string(k) + "_" + std::to_string(next++);
-    std::string label = shortOp(op.op);
+    std::string label(opShortName(op.op));
     if (op.op == Op::Const) label += " " + printDouble(op.constBuffer().val);
     out += "    " + id + " [shape=ellipse, label=\"" + escape(label) + "\"];\n";
     for (const auto &s : op.src)
@@ -80,7 +69,7 @@ std::string scheduleToDot(const std::vector<ScheduleItem> &schedule,
     std::string outId = w.buffer(si.out.get());
     if (!si.isKernel()) {
       std::string id = "l" + std::to_string(i);
-      w.out += "  " + id + " [shape=ellipse, style=dashed, label=\"" + escape(shortOp(si.ast->op)) + "\"];\n";
+      w.out += "  " + id + " [shape=ellipse, style=dashed, label=\"" + escape(std::string(opShortName(si.ast->op))) + "\"];\n";
       for (const auto &x : si.inputs) edges += "  " + w.buffer(x.get()) + " -> " + id + ";\n";
       edges += "  " + id + " -> " + outId + ";\n";
       continue;

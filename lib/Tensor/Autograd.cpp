@@ -159,7 +159,7 @@ Tensor &Tensor::backward() {
       if (!t.requiresGrad().value_or(false)) continue;
       LAZYJIT_USER_CHECK(g.shape() == t.shape(), ShapeError,
                          "backward: {} returned a gradient of shape {} for input {} of shape {}",
-                         ctx->name(), fmtShape(g.shape()), i, fmtShape(t.shape()));
+                         ctx->name(), shapeText(g.shape()), i, shapeText(t.shape()));
       TensorImpl &ti = *TensorInternals::impl(t);
       if (!ti.grad) {
         ti.grad = TensorInternals::impl(g);

@@ -18,7 +18,7 @@ struct InputSig {
 };
 
 // the shape with each variable by name, whatever it is bound to
-InputSig signatureOf(const Tensor &t) { return {fmtShape(t.shape()), t.dtype(), t.device()}; }
+InputSig signatureOf(const Tensor &t) { return {shapeText(t.shape()), t.dtype(), t.device()}; }
 
 std::string describe(const InputSig &s) { return fmt::format("{}{} on {}", s.dtype.name(), s.shape, s.device); }
 

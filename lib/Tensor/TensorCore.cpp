@@ -18,12 +18,6 @@ bool Tensor::training = false;
 
 // ---- formatting helpers -----------------------------------------------------------------------
 
-std::string fmtShape(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].render();
-  return out + "]";
-}
-
 std::string fmtInts(const std::vector<int64_t> &v) {
   std::string out = "(";
   for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
@@ -45,19 +39,17 @@ std::string fmtSInt(const SInt &x) {
   return out;
 }
 
-std::string describe(const Tensor &t) {
-  return std::string(t.dtype().name()) + fmtShape(t.shape());
-}
+std::string describe(const Tensor &t) { return typedShapeText(t.dtype(), t.shape()); }
 
 int64_t checkedNumel(const char *op, const Shape &s) {
   int64_t n = 1;
   for (const auto &d : s) {
     if (!d.isInt()) continue;
     int64_t v = d.asInt();
-    LAZYJIT_USER_CHECK(v >= 0, ShapeError, "{}: negative dimension in {}", op, fmtShape(s));
+    LAZYJIT_USER_CHECK(v >= 0, ShapeError, "{}: negative dimension in {}", op, shapeText(s));
     bool overflow = __builtin_mul_overflow(n, v, &n);
     LAZYJIT_USER_CHECK(!overflow && n <= (int64_t(1) << 62), ShapeError,
-                       "{}: shape {} has too many elements (more than 2^62)", op, fmtShape(s));
+                       "{}: shape {} has too many elements (more than 2^62)", op, shapeText(s));
   }
   return n;
 }
@@ -256,14 +248,14 @@ Tensor &Tensor::assign(const Tensor &x) {
 Tensor Tensor::fromBytes(const void *data, size_t bytes, const Shape &shape, DType dtype,
                          const std::optional<std::string> &device) {
   LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "from data: the shape {} must be concrete",
-                     fmtShape(shape));
+                     shapeText(shape));
   for (const auto &s : shape)
     LAZYJIT_USER_CHECK(s.asInt() >= 0, ShapeError, "from data: negative dimension in {}",
-                       fmtShape(shape));
+                       shapeText(shape));
   int64_t n = prodInt(shape);
   LAZYJIT_USER_CHECK(bytes == static_cast<size_t>(n) * dtype.itemsize(), ShapeError,
                      "from data: {} bytes do not fill {}{} ({} elements of {} bytes)", bytes,
-                     dtype.name(), fmtShape(shape), n, dtype.itemsize());
+                     dtype.name(), shapeText(shape), n, dtype.itemsize());
   // the reference's fromCPU: an already-realized host buffer, then copied to the device
   auto buf = std::make_shared<Buffer>("CPU", n, dtype);
   buf->copyIn(data, bytes);
@@ -273,9 +265,9 @@ Tensor Tensor::fromBytes(const void *data, size_t bytes, const Shape &shape, DTy
 
 Tensor Tensor::fromHostFunction(const Shape &shape, DType dtype, std::string name,
                                 std::function<void(Buffer &out)> fill, const std::optional<std::string> &device) {
-  LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "fromHostFunction: the shape {} must be concrete", fmtShape(shape));
+  LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "fromHostFunction: the shape {} must be concrete", shapeText(shape));
   for (const auto &s : shape)
-    LAZYJIT_USER_CHECK(s.asInt() >= 0, ShapeError, "fromHostFunction: negative dimension in {}", fmtShape(shape));
+    LAZYJIT_USER_CHECK(s.asInt() >= 0, ShapeError, "fromHostFunction: negative dimension in {}", shapeText(shape));
   int64_t n = prodInt(shape);
   if (n == 0) return empty(shape, {dtype, device});
   auto op = std::make_shared<CustomOp>();
@@ -312,7 +304,7 @@ Tensor TensorInternals::loadop(Op op, int64_t size, const TensorOptions &opts, L
 
 static int64_t creationSize(const char *op, const Shape &shape) {
   LAZYJIT_USER_CHECK(allInt(shape), ShapeError, "{}: cannot create with symbolic shape {}", op,
-                     fmtShape(shape));
+                     shapeText(shape));
   return checkedNumel(op, shape);
 }
 
@@ -323,7 +315,7 @@ Tensor Tensor::empty(const Shape &shape, const TensorOptions &opts) {
 Tensor Tensor::full(const Shape &shape, double value, const TensorOptions &opts) {
   resolveDevice("full", opts.device);
   for (const auto &s : shape)
-    LAZYJIT_USER_CHECK(truthy(lazyjit::ge(s, 0)), ShapeError, "full: negative dimension in {}", fmtShape(shape));
+    LAZYJIT_USER_CHECK(truthy(lazyjit::ge(s, 0)), ShapeError, "full: negative dimension in {}", shapeText(shape));
   return scalar(value, opts).reshape(Shape(shape.size(), SInt(1))).expand(shape);
 }
 Tensor Tensor::zeros(const Shape &shape, const TensorOptions &opts) { return full(shape, 0, opts); }

@@ -2,6 +2,7 @@
 // formatting for error messages, and axis normalization.
 #pragma once
 
+#include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Tensor/Tensor.h"
 
@@ -9,9 +10,8 @@
 
 namespace lazyjit {
 
-/// `float32[4, 6]`: how errors name a tensor.
+/// `float32[4, 6]`: how errors name a tensor (shapes alone are shapeText's `[4, 6]`).
 std::string describe(const Tensor &t);
-std::string fmtShape(const Shape &s);
 std::string fmtInts(const std::vector<int64_t> &v);
 /// A size in an error message: an int, or an expression with its variables' ranges (`n[1-100]`).
 std::string fmtSInt(const SInt &x);

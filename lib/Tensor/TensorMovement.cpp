@@ -28,10 +28,10 @@ Tensor Tensor::reshape(const Shape &newShape) const & {
       continue;
     }
     LAZYJIT_USER_CHECK(truthy(lazyjit::ge(s, 0)), ShapeError, "reshape: cannot reshape {} to {}: negative dimension",
-                       describe(*this), fmtShape(newShape));
+                       describe(*this), shapeText(newShape));
   }
   LAZYJIT_USER_CHECK(minusOnes <= 1, ShapeError, "reshape: cannot reshape {} to {}: more than one -1",
-                     describe(*this), fmtShape(newShape));
+                     describe(*this), shapeText(newShape));
   Shape resolved;
   for (const auto &s : newShape) {
     if (pyEq(s, -1)) {
@@ -40,7 +40,7 @@ Tensor Tensor::reshape(const Shape &newShape) const & {
         if (!pyEq(t, -1)) known.push_back(t);
       SInt k = prod(known);
       LAZYJIT_USER_CHECK(pyNe(k, 0), ShapeError, "reshape: cannot infer -1 in {} for {}",
-                         fmtShape(newShape), describe(*this));
+                         shapeText(newShape), describe(*this));
       // -prod(self.shape) // prod(new_shape) in the reference, where prod(new_shape) includes -1
       resolved.push_back(floordiv(-prod(shape()), -k));
     } else {
@@ -50,12 +50,12 @@ Tensor Tensor::reshape(const Shape &newShape) const & {
   if (allInt(shape()) && allInt(resolved)) {
     int64_t a = checkedNumel("reshape", shape()), b = checkedNumel("reshape", resolved);
     LAZYJIT_USER_CHECK(a == b, ShapeError, "reshape: cannot reshape {} ({} elements) to {} ({} elements)",
-                       describe(*this), a, fmtShape(resolved), b);
+                       describe(*this), a, shapeText(resolved), b);
   } else {
     // symbolic: the element counts must be the same expression, so they agree for every value
     for (const auto &d : resolved)
       LAZYJIT_USER_CHECK(alwaysNonNegative(d), ShapeError, "reshape: dimension {} of {} may be negative",
-                         fmtSInt(d), fmtShape(resolved));
+                         fmtSInt(d), shapeText(resolved));
     // symbolic: the element counts must be the same expression, so they agree for every value;
     // a concrete tensor viewed with a bound variable (the reference's symbolic tests) must agree
     // for the bound value, the only one its kernels run with
@@ -72,7 +72,7 @@ Tensor Tensor::reshape(const Shape &newShape) const & {
     auto ca = boundCount(a), cb = boundCount(b);
     LAZYJIT_USER_CHECK(pyEq(a, b) || (ca && cb && *ca == *cb), ShapeError,
                        "reshape: cannot reshape {} ({} elements) to {} ({} elements): the counts may differ",
-                       describe(*this), fmtSInt(a), fmtShape(resolved), fmtSInt(b));
+                       describe(*this), fmtSInt(a), shapeText(resolved), fmtSInt(b));
   }
   return mlReshape(*this, resolved);
 }
@@ -80,13 +80,13 @@ Tensor Tensor::reshape(const Shape &newShape) const & {
 Tensor Tensor::expand(const Shape &arg) const & {
   LAZYJIT_USER_CHECK(arg.size() == shape().size(), ShapeError,
                      "expand: cannot expand {} to {}: the number of dims differs", describe(*this),
-                     fmtShape(arg));
+                     shapeText(arg));
   Shape ns;
   for (size_t i = 0; i < arg.size(); ++i) {
     SInt x = pyEq(arg[i], -1) ? shape()[i] : arg[i];
     LAZYJIT_USER_CHECK(pyEq(x, shape()[i]) || (pyEq(shape()[i], 1) && alwaysNonNegative(x)), ShapeError,
                        "expand: cannot expand {} to {}: dim {} has size {}, not 1", describe(*this),
-                       fmtShape(arg), i, shape()[i].render());
+                       shapeText(arg), i, shape()[i].render());
     ns.push_back(x);
   }
   checkedNumel("expand", ns);

@@ -5,6 +5,7 @@
 #include "ToolError.h"
 
 #include "lazyjit/CodeGen/Kernel.h"
+#include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Verifier.h"
@@ -133,7 +134,7 @@ int runAstInput(const std::string &text, const std::string &file, DumpOptions &o
       for (int64_t d : r.outShape) count = checkedMul(count, d);
       // print what the output holds: its shape when contiguous, never more than the buffer
       if (!ast->memBuffer().st.contiguous() || count > r.bufs[0]->size()) count = r.bufs[0]->size();
-      out << "kernel" << i << " " << describeShape(dt, r.outShape) << "\n";
+      out << "kernel" << i << " " << typedShapeText(dt, r.outShape) << "\n";
       printValues(out, bytes, dt, static_cast<size_t>(count));
     }
   }

@@ -59,8 +59,6 @@ const Stage &findStage(const std::string &name);
 
 // ---- shared helpers -----------------------------------------------------------------------------
 
-/// `<dtype>[<d0>, <d1>]` with concrete dims.
-std::string describeShape(DType dt, const std::vector<int64_t> &shape);
 /// Prints `count` elements of raw `bytes` of dtype `dt`, space-separated (%.9g, ints, 0/1).
 void printValues(std::ostream &out, const std::vector<uint8_t> &bytes, DType dt, size_t count);
 /// Element `i` of raw bytes as a double (for comparisons).

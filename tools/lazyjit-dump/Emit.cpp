@@ -6,6 +6,7 @@
 
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
+#include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Runtime/CUDADevice.h"
 #include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Runtime/ThreadPool.h"
@@ -19,13 +20,6 @@ namespace lazyjit::tool {
 
 namespace {
 
-std::string shapeString(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].render();
-  return out + "]";
-}
-
-std::string typed(DType dt, const Shape &s) { return std::string(dt.name()) + shapeString(s); }
 
 // ---- graph --------------------------------------------------------------------------------------
 
@@ -41,7 +35,7 @@ public:
     if (b->isView()) visit(b->baseRef());
     int id = next++;
     ids.emplace(b.get(), id);
-    std::string line = "%" + std::to_string(id) + " " + typed(b->dtype(), b->shape) + " ";
+    std::string line = "%" + std::to_string(id) + " " + typedShapeText(b->dtype(), b->shape) + " ";
     if (b->op)
       line += render(*b->op);
     else
@@ -129,10 +123,8 @@ void emitSchedule(DumpContext &ctx) {
         ctx.out << "kernel " << kernels++ << " " << kernelName(*si.ast) << "\n"
                 << printAst(*si.ast);
       } else {
-        std::string_view op = opName(si.ast->op);
-        op.remove_prefix(op.find('.') + 1);
-        ctx.out << "loadop " << loadops++ << " " << op << " "
-                << typed(si.out->dtype(), si.out->shape) << "\n";
+        ctx.out << "loadop " << loadops++ << " " << opShortName(si.ast->op) << " "
+                << typedShapeText(si.out->dtype(), si.out->shape) << "\n";
       }
     }
   } else {
@@ -185,7 +177,7 @@ void emitValues(DumpContext &ctx) {
       bytes.resize(static_cast<size_t>(count) * t.dtype().itemsize());
       if (count) lb->realized()->copyOut(bytes.data(), bytes.size());
     }
-    ctx.out << name << " " << describeShape(t.dtype(), shape) << "\n";
+    ctx.out << name << " " << typedShapeText(t.dtype(), shape) << "\n";
     printValues(ctx.out, bytes, t.dtype(), bytes.size() / t.dtype().itemsize());
   }
 }
@@ -211,13 +203,6 @@ TargetSpec ptxTarget(const DumpContext &ctx) {
   return TargetSpec::nvptx(o.mcpu.empty() ? "sm_90" : o.mcpu);
 }
 
-// Launch dims as `[x, y, z]`.
-std::string dims(const std::vector<int64_t> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 // Each kernel's PTX after a `// kernel <i> <name> grid=[x, y, z] block=[x, y, z] shared=<bytes>`
 // line (a PTX comment, so a one-kernel output is a valid .ptx file).
 void emitPtx(DumpContext &ctx) {
@@ -225,8 +210,8 @@ void emitPtx(DumpContext &ctx) {
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
     KernelSignature sig = describeKernel(ast, target, {});
-    ctx.out << "// kernel " << k++ << " " << sig.name << " grid=" << dims(sig.globalSize)
-            << " block=" << dims(sig.localSize) << " shared=" << sig.sharedBytes << "\n"
+    ctx.out << "// kernel " << k++ << " " << sig.name << " grid=" << shapeText(sig.globalSize)
+            << " block=" << shapeText(sig.localSize) << " shared=" << sig.sharedBytes << "\n"
             << emitKernelText(ast, target, {}, IRStage::Asm);
   }
 }
@@ -255,8 +240,8 @@ void emitKernel(DumpContext &ctx) {
     KernelSignature sig = describeKernel(ast, target, {});
     ctx.out << "# kernel " << k++ << "\n" << sig.kernelSummary << "\n";
     if (target.kind == TargetSpec::Kind::NVPTX)
-      ctx.out << "  launch grid=" << dims(sig.globalSize) << " block=" << dims(sig.localSize)
-              << " shared=" << sig.sharedBytes << "\n";
+      ctx.out << "  launch grid=" << shapeText(sig.globalSize)
+              << " block=" << shapeText(sig.localSize) << " shared=" << sig.sharedBytes << "\n";
     else {
       // CPU: the outermost loop is split across the thread pool
       Kernel kern = buildKernel(ast, target, {});
@@ -287,8 +272,9 @@ void emitStats(DumpContext &ctx) {
     ctx.out << fmt::format(
         "kernel {} {} device={} global={} local={} time={:.3f}us gflops={:.3f} gbps={:.3f} "
         "compile={:.3f}ms{}\n",
-        k++, r.name, r.device, dims(r.global), dims(r.local), r.seconds * 1e6, r.flops / t / 1e9,
-        r.bytes / t / 1e9, r.compileSeconds * 1e3, r.fromCache ? " (cached)" : "");
+        k++, r.name, r.device, shapeText(r.global), shapeText(r.local), r.seconds * 1e6,
+        r.flops / t / 1e9, r.bytes / t / 1e9, r.compileSeconds * 1e3,
+        r.fromCache ? " (cached)" : "");
   }
   ctx.out << "# " << ctx.runStats.runs.size() << " kernels ran\n";
 }
@@ -354,12 +340,6 @@ const Stage &findStage(const std::string &name) {
   }
   throw ToolError(
       "lazyjit-dump: error: unknown stage '" + name + "' in --emit (known: " + known + ")", 1);
-}
-
-std::string describeShape(DType dt, const std::vector<int64_t> &shape) {
-  std::string s = std::string(dt.name()) + "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 double elementAsDouble(const uint8_t *bytes, DType dt, size_t i) {
