@@ -20,7 +20,7 @@ TEST_CASE("Tensor symbolic: elementwise ops on a bound variable dim") {
       SInt vi = bound("i", i);
       Tensor sa = make(a, {3, i}, dev).reshape({3, vi});
       CHECK(!sa.shape()[1].isInt());
-      CHECK_THROWS_AS(sa.intShape(), UnsupportedError);
+      CHECK_THROWS_WITH_AS(sa.intShape(), doctest::Contains("has a symbolic shape"), UnsupportedError);
       Tensor plus1 = (sa + 1).realize();
       expectValues(plus1.reshape({3, i}), {3, i}, hostMap(a, [](double x) { return x + 1; }));
       Tensor sum = (sa * make(b, {3, i}, dev).reshape({3, vi})).realize();
