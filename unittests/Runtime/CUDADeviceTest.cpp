@@ -1,9 +1,12 @@
 // The CUDA device: architecture selection (runs everywhere), and on a machine with a GPU the
 // device itself: copies, kernels at GPU scale against the interpreter (grouped reductions, row
 // softmax and layernorm, matvec, matmul, padding, symbolic shapes reused without recompiling),
-// IEEE special values of the math, out-of-memory messages and device names. Without a GPU each
-// GPU test prints why it is skipped; the "no device" test then checks that reason instead.
+// IEEE special values of the math, out-of-memory messages and device names. The GPU tests are the
+// doctest suite "cuda", run as the CTest entry RuntimeTests-cuda: without a GPU each says why it
+// is skipped (test::skip) and CTest reports the entry as skipped; the "no device" test, in the
+// main entry, then checks that reason instead.
 #include "GPUPrograms.h"
+#include "TestSkip.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/CUDADevice.h"
 #include "lazyjit/Support/Config.h"
@@ -19,7 +22,7 @@ namespace {
 bool haveCUDA() {
   std::string why;
   if (deviceAvailable("CUDA", &why)) return true;
-  MESSAGE("skipped: no CUDA device: ", why);
+  test::skip("no CUDA device: " + why);
   return false;
 }
 
@@ -59,9 +62,11 @@ TEST_CASE("CUDA: without a driver or a GPU, opening the device says which is mis
   CHECK_MESSAGE(named, "the reason does not say what is missing: ", why);
   // every later use reports the same reason, as a DeviceError
   CHECK_THROWS_WITH_AS(getDevice("CUDA"), doctest::Contains(why.c_str()), DeviceError);
-  CHECK_THROWS_AS(Buffer("CUDA", 16, dtypes::float32), DeviceError);
-  CHECK_THROWS_AS(Tensor::ones({4}).to("CUDA").toVector<float>(), DeviceError);
+  CHECK_THROWS_WITH_AS(Buffer("CUDA", 16, dtypes::float32), doctest::Contains(why.c_str()), DeviceError);
+  CHECK_THROWS_WITH_AS(Tensor::ones({4}).to("CUDA").toVector<float>(), doctest::Contains(why.c_str()), DeviceError);
 }
+
+TEST_SUITE_BEGIN("cuda");
 
 TEST_CASE("CUDA: a device that does not exist is named in the error") {
   if (!haveCUDA()) return;
@@ -129,3 +134,5 @@ TEST_CASE("CUDA: running out of device memory names the size and what is free") 
   // the device is still usable afterwards
   CHECK(Tensor::ones({4}, {dtypes::float32, "CUDA"}).sum().item<float>() == 4);
 }
+
+TEST_SUITE_END();

@@ -1,8 +1,10 @@
 // Differential test of the CUDA backend against the reference interpreter: the CPU differential
 // test's 300 random programs (RandomPrograms.h), plus programs at GPU scale (grouped reductions,
 // matvec, large elementwise kernels, symbolic shapes), built on "CUDA" and compared with INTERP.
-// Without a GPU each test prints why it is skipped.
+// The doctest suite "cuda" (CTest entry RuntimeTests-cuda): without a GPU each test is skipped
+// with the reason (test::skip), and CTest reports the entry as skipped.
 #include "RandomPrograms.h"
+#include "TestSkip.h"
 #include "lazyjit/Runtime/Device.h"
 
 #include <doctest/doctest.h>
@@ -14,11 +16,13 @@ namespace {
 bool haveCUDA() {
   std::string why;
   if (deviceAvailable("CUDA", &why)) return true;
-  MESSAGE("skipped: no CUDA device: ", why);
+  test::skip("no CUDA device: " + why);
   return false;
 }
 
 } // namespace
+
+TEST_SUITE_BEGIN("cuda");
 
 TEST_CASE("CUDA differential: 300 random programs give the same values on CUDA and in the interpreter") {
   if (!haveCUDA()) return;
@@ -36,3 +40,5 @@ TEST_CASE("CUDA differential: a second seed, 300 more programs") {
   MESSAGE("seed ", kSeed, ": ", res.checked, " programs, ", res.elements, " elements compared");
   CHECK(res.checked == 300);
 }
+
+TEST_SUITE_END();
