@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace lazyjit {
 
@@ -74,6 +75,7 @@ LazyBuffer::~LazyBuffer() {
   --liveCounter();
   // leave every set first: nothing may see this buffer as a live child while its members go
   for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
+  if (op) op->owners_.erase(this);
   deferRelease(std::move(op));
   deferRelease(std::move(base_));
 }
@@ -81,15 +83,94 @@ LazyBuffer::~LazyBuffer() {
 LazyBufferRef LazyBuffer::create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
                                  DType dtype, std::shared_ptr<Buffer> realized,
                                  LazyBufferRef base) {
-  auto ret = std::make_shared<LazyBuffer>(std::move(device), std::move(st), optype, op, dtype,
-                                          std::move(realized), base);
-  if (op) {
-    const auto &bufs = op->buffers();
-    ret->memberOf_.reserve(bufs.size() + (base ? 1 : 0));
-    for (LazyBuffer *x : bufs) x->children.add(ret.get());
-  }
+  auto ret = std::make_shared<LazyBuffer>(std::move(device), std::move(st), optype, std::move(op),
+                                          dtype, std::move(realized), base);
+  if (ret->op) ret->linkOp();
   if (base) base->views.add(ret.get());
   return ret;
+}
+
+// ---- children ---------------------------------------------------------------------------------------
+
+void LazyBuffer::linkOp() {
+  // Link the ops of this tree that are not linked yet. A merged source op was linked when its
+  // own buffer was created, so the walk stops there: building a chain links each op once.
+  const LazyOp *root = op.get();
+  root->owners_.push_back(this);
+  if (root->linked_) return;
+  root->linked_ = true;
+  std::vector<const LazyOp *> stack{root};
+  while (!stack.empty()) {
+    const LazyOp *n = stack.back();
+    stack.pop_back();
+    for (const LazySrc &s : n->src) {
+      if (s.isBuffer()) {
+        if (!s.buf->users_.contains(n)) s.buf->users_.push_back(n);
+        continue;
+      }
+      const LazyOp *m = s.op.get();
+      if (!m->parents_.contains(n)) m->parents_.push_back(n);
+      if (!m->linked_) {
+        m->linked_ = true;
+        stack.push_back(m);
+      }
+    }
+  }
+}
+
+size_t LazyBuffer::childCount(size_t atMost) const {
+  if (atMost == 0) return 0;
+  std::vector<const LazyBuffer *> found;
+  // whether `c` is a child not seen yet, and the count reached atMost with it
+  auto count = [&](const LazyBuffer *c) {
+    if (discarded_.contains(c) || std::find(found.begin(), found.end(), c) != found.end())
+      return false;
+    found.push_back(c);
+    return found.size() >= atMost;
+  };
+  for (LazyBuffer *c : realizedChildren_.items)
+    if (count(c)) return atMost;
+  if (users_.empty()) return found.size();
+  // walk up from the ops that read this buffer; the op graph is a DAG, so remember what was seen
+  // (a list while it is short, a hash set past that)
+  std::vector<const LazyOp *> stack(users_.begin(), users_.end());
+  std::vector<const LazyOp *> seenList;
+  std::unordered_set<const LazyOp *> seenSet;
+  auto firstVisit = [&](const LazyOp *n) {
+    if (seenSet.empty()) {
+      if (std::find(seenList.begin(), seenList.end(), n) != seenList.end()) return false;
+      seenList.push_back(n);
+      if (seenList.size() > 32) seenSet.insert(seenList.begin(), seenList.end());
+      return true;
+    }
+    return seenSet.insert(n).second;
+  };
+  while (!stack.empty()) {
+    const LazyOp *n = stack.back();
+    stack.pop_back();
+    if (!firstVisit(n)) continue;
+    for (LazyBuffer *c : n->owners_)
+      if (count(c)) return atMost;
+    for (const LazyOp *p : n->parents_) stack.push_back(p);
+  }
+  return found.size();
+}
+
+void LazyBuffer::discardChild(const LazyBuffer *child) {
+  discarded_.add(const_cast<LazyBuffer *>(child));
+}
+
+void LazyBuffer::readdAsChild(const LazyOp &o) {
+  for (const LazySrc &s : o.src)
+    if (s.isBuffer()) s.buf->discarded_.discard(this);
+}
+
+void LazyBuffer::dropOp() {
+  if (!op) return;
+  for (LazyBuffer *x : op->buffers()) x->realizedChildren_.add(this);
+  op->owners_.erase(this);
+  deferRelease(std::move(op));
+  op = nullptr;
 }
 
 void LazyBuffer::setRealized(std::shared_ptr<Buffer> b) {
@@ -193,7 +274,7 @@ LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpTyp
           e.base == base.get() && *eop == *op) {
         LAZYJIT_LOG(Graph, 2, "lazycache hit: {} reuses an equal {}", hit->repr(),
                     opName(op->op));
-        for (const auto &x : op->buffers()) x->children.add(hit);
+        hit->readdAsChild(*op);
         return hit;
       }
       ++it;
@@ -261,13 +342,13 @@ std::vector<LazyBufferRef> pushMovementOps(const std::vector<LazyBufferRef> &src
     LazyBuffer *bx = x.get();
     // backwalk all the movement ops. don't push PAD or EXPAND
     while (!bx->isRealized() && bx->optype == OpType::Movement && bx->op->op != Op::Expand &&
-           (f.shufflePadOps || bx->op->op != Op::Pad) && bx->children.size() <= 1) {
+           (f.shufflePadOps || bx->op->op != Op::Pad) && bx->atMostOneChild()) {
       mops.emplace_back(bx->op->op, bx->op->arg);
       bx = bx->op->src[0].buf.get();
     }
     // NOTE: can't push pads past anything where f(0, 0) != 0 or f(0) != 0
     if (!mops.empty() && !bx->isRealized() && bx->optype == OpType::Binary &&
-        bx->children.size() <= 1) {
+        bx->atMostOneChild()) {
       bool noPad = std::none_of(mops.begin(), mops.end(),
                                 [](const auto &m) { return m.first == Op::Pad; });
       bool safe = true;
@@ -307,14 +388,14 @@ LazyBufferRef LazyBuffer::e(Op eop, const std::vector<LazyBufferRef> &rest, Lazy
   // push all contiguous to the end of BinaryOps
   auto pushable = [](const LazyBufferRef &x) {
     return !x->isRealized() && x->op->op == Op::Contiguous &&
-           x->op->src[0].buf->children.size() <= 1;
+           x->op->src[0].buf->atMostOneChild();
   };
   if (f.pushContiguous && std::any_of(srcs.begin(), srcs.end(), pushable)) {
     std::vector<LazyBufferRef> ns;
     for (LazyBufferRef x : srcs) {
       if (pushable(x)) {
         LazyBufferRef inner = x->op->src[0].buf;
-        inner->children.discard(x.get());
+        inner->discardChild(x.get());
         x = inner;
       }
       ns.push_back(x);
@@ -326,7 +407,7 @@ LazyBufferRef LazyBuffer::e(Op eop, const std::vector<LazyBufferRef> &rest, Lazy
   std::vector<LazySrc> opSrcs;
   for (const auto &x : srcs) {
     // remove the buffers from any (childless) BinaryOps that feed into this
-    if (f.mergeElementwiseOps && x->optype == OpType::Binary && x->children.empty() &&
+    if (f.mergeElementwiseOps && x->optype == OpType::Binary && x->childless() &&
         !x->isRealized())
       opSrcs.emplace_back(x->op);
     else

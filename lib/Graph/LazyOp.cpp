@@ -75,6 +75,13 @@ size_t argHash(const LazyOpArg &a) {
 }
 
 LazyOp::~LazyOp() {
+  if (linked_)
+    for (const LazySrc &s : src) {
+      if (s.isBuffer())
+        s.buf->users_.erase(this);
+      else
+        s.op->parents_.erase(this);
+    }
   for (LazySrc &s : src) {
     deferRelease(std::move(s.op));
     deferRelease(std::move(s.buf));
@@ -91,108 +98,115 @@ LazyOp::LazyOp(Op op_, std::vector<LazySrc> src_, LazyOpArg arg_)
 }
 
 bool LazyOp::operator==(const LazyOp &o) const {
-  if (this == &o) return true;
-  if (hash_ != o.hash_ || op != o.op || src.size() != o.src.size()) return false;
-  for (size_t i = 0; i < src.size(); ++i) {
-    const LazySrc &a = src[i], &b = o.src[i];
-    if (a.isBuffer() != b.isBuffer()) return false;
-    if (a.isBuffer() ? a.buf != b.buf : !(*a.op == *b.op)) return false;
+  // pairwise, with an explicit stack: kernel ASTs of merged chains are as deep as they are long
+  std::vector<std::pair<const LazyOp *, const LazyOp *>> stack{{this, &o}};
+  while (!stack.empty()) {
+    auto [a, b] = stack.back();
+    stack.pop_back();
+    if (a == b) continue;
+    if (a->hash_ != b->hash_ || a->op != b->op || a->src.size() != b->src.size() ||
+        !argEqual(a->arg, b->arg))
+      return false;
+    for (size_t i = 0; i < a->src.size(); ++i) {
+      const LazySrc &x = a->src[i], &y = b->src[i];
+      if (x.isBuffer() != y.isBuffer()) return false;
+      if (x.isBuffer()) {
+        if (x.buf != y.buf) return false;
+      } else {
+        stack.emplace_back(x.op.get(), y.op.get());
+      }
+    }
   }
-  return argEqual(arg, o.arg);
+  return true;
 }
 
 const std::vector<LazyBuffer *> &LazyOp::buffers() const {
   if (!buffersDone_) {
-    // The union of the sources' buffers in first-seen order. A merged elementwise chain holds
-    // every constant of the chain, so this runs once per op over long lists: the first op source
-    // is already deduplicated and is copied whole; the rest is checked by a linear scan when that
-    // is cheap (the usual case: one new buffer against the chain) and through a hash set when not.
-    std::vector<LazyBuffer *> &out = buffers_;
-    size_t first = 0;
-    if (!src.empty() && !src[0].isBuffer()) {
-      out = src[0].op->buffers();
-      first = 1;
-    }
-    size_t rest = 0;
-    for (size_t i = first; i < src.size(); ++i)
-      rest += src[i].isBuffer() ? 1 : src[i].op->buffers().size();
-    out.reserve(out.size() + rest);
-    std::unordered_set<const LazyBuffer *> seen;
-    bool hashed = rest * (out.size() + rest) > 4096;
-    if (hashed)
-      for (LazyBuffer *x : out) seen.insert(x);
-    auto push = [&](LazyBuffer *b) {
-      if (hashed) {
-        if (seen.insert(b).second) out.push_back(b);
-        return;
-      }
-      for (LazyBuffer *x : out)
-        if (x == b) return;
-      out.push_back(b);
+    // The leaves in first-seen depth-first order, found without recursion (a merged chain is as
+    // deep as it is long) and without filling the sources' caches (a chain of n ops would keep
+    // n lists of up to n leaves). A shared subtree is walked once: when the walk meets it again,
+    // all its leaves have been seen.
+    struct Item {
+      const LazyOp *op;
+      LazyBuffer *buf;
     };
-    for (size_t i = first; i < src.size(); ++i) {
-      if (src[i].isBuffer())
-        push(src[i].buf.get());
-      else
-        for (LazyBuffer *b : src[i].op->buffers()) push(b);
+    std::vector<Item> stack{{this, nullptr}};
+    std::unordered_set<const LazyOp *> walked;
+    std::unordered_set<const LazyBuffer *> seen;
+    while (!stack.empty()) {
+      Item it = stack.back();
+      stack.pop_back();
+      if (it.buf) {
+        if (seen.insert(it.buf).second) buffers_.push_back(it.buf);
+        continue;
+      }
+      if (!walked.insert(it.op).second) continue;
+      for (size_t i = it.op->src.size(); i-- > 0;) {
+        const LazySrc &s = it.op->src[i];
+        stack.push_back(s.isBuffer() ? Item{nullptr, s.buf.get()} : Item{s.op.get(), nullptr});
+      }
     }
     buffersDone_ = true;
   }
   return buffers_;
 }
 
-namespace {
-void collectLazyops(const LazyOp *op, std::vector<const LazyOp *> &out) {
-  out.push_back(op);
-  for (const auto &s : op->src)
-    if (!s.isBuffer()) collectLazyops(s.op.get(), out);
-}
-} // namespace
-
 std::vector<const LazyOp *> LazyOp::lazyops() const {
-  // preorder, every occurrence (the reference's get_lazyops), in one pass: a chain of n merged
-  // elementwise ops costs O(n), not O(n^2) as concatenating the sources' lists would
+  // preorder, every occurrence (the reference's get_lazyops), in one pass and without recursion:
+  // a chain of n merged elementwise ops costs O(n) and no native stack
   std::vector<const LazyOp *> out;
-  collectLazyops(this, out);
+  std::vector<const LazyOp *> stack{this};
+  while (!stack.empty()) {
+    const LazyOp *n = stack.back();
+    stack.pop_back();
+    out.push_back(n);
+    for (size_t i = n->src.size(); i-- > 0;)
+      if (!n->src[i].isBuffer()) stack.push_back(n->src[i].op.get());
+  }
   return out;
 }
 
-namespace {
-using BufferMapping = std::unordered_map<const LazyBuffer *, LazySrc>;
-
-LazyOpRef mapSubtree(const LazyOpRef &node, const BufferMapping &mapping);
-
-// The sources with their leaves replaced; `changed` tells whether any source differs.
-std::vector<LazySrc> mapSources(const std::vector<LazySrc> &src, const BufferMapping &mapping, bool &changed) {
-  std::vector<LazySrc> ns;
-  ns.reserve(src.size());
-  for (const auto &s : src) {
-    if (s.isBuffer()) {
-      auto it = mapping.find(s.buf.get());
-      bool replace = it != mapping.end() && !(it->second.isBuffer() && it->second.buf == s.buf);
-      ns.push_back(replace ? it->second : s);
-      changed = changed || replace;
-    } else {
-      LazyOpRef m = mapSubtree(s.op, mapping);
-      changed = changed || m != s.op;
-      ns.emplace_back(std::move(m));
-    }
-  }
-  return ns;
-}
-
-// A subtree none of whose leaves change is shared, not copied (scheduling a merged chain maps
-// every constant, most of them to themselves).
-LazyOpRef mapSubtree(const LazyOpRef &node, const BufferMapping &mapping) {
-  bool changed = false;
-  std::vector<LazySrc> ns = mapSources(node->src, mapping, changed);
-  return changed ? LazyOp::make(node->op, std::move(ns), node->arg) : node;
-}
-} // namespace
-
 LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const {
-  bool changed = false;
-  return make(op, mapSources(src, mapping, changed), arg);
+  // Post-order with an explicit stack. A subtree none of whose leaves change is shared, not copied
+  // (scheduling a merged chain maps every constant, most of them to themselves); `mapped` holds
+  // each visited node's replacement, null when it is unchanged. The root is always rebuilt.
+  std::unordered_map<const LazyOp *, LazyOpRef> mapped;
+  struct Frame {
+    const LazyOp *node;
+    size_t next;
+  };
+  std::vector<Frame> stack{{this, 0}};
+  LazyOpRef root;
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next < f.node->src.size()) {
+      const LazySrc &s = f.node->src[f.next++];
+      if (!s.isBuffer() && !mapped.count(s.op.get())) stack.push_back({s.op.get(), 0});
+      continue;
+    }
+    const LazyOp *node = f.node;
+    stack.pop_back();
+    bool changed = false;
+    std::vector<LazySrc> ns;
+    ns.reserve(node->src.size());
+    for (const LazySrc &s : node->src) {
+      if (s.isBuffer()) {
+        auto it = mapping.find(s.buf.get());
+        bool replace = it != mapping.end() && !(it->second.isBuffer() && it->second.buf == s.buf);
+        ns.push_back(replace ? it->second : s);
+        changed = changed || replace;
+      } else {
+        const LazyOpRef &m = mapped.at(s.op.get());
+        changed = changed || m;
+        ns.emplace_back(m ? m : s.op);
+      }
+    }
+    if (node == this)
+      root = make(op, std::move(ns), arg);
+    else
+      mapped.emplace(node, changed ? make(node->op, std::move(ns), node->arg) : nullptr);
+  }
+  return root;
 }
 
 LazyBufferRef LazyOp::replaceWithMovementOps(const std::vector<std::pair<Op, LazyOpArg>> &ops) const {
@@ -255,17 +269,8 @@ using CounterMemo = std::unordered_map<const LazyOp *, Counter *, OpKeyHash, OpK
 // The reference memoizes run_ast per structurally equal sub-AST and consume_flops zeroes the
 // shared counter, so a repeated subtree contributes its flops once; this keeps that behaviour.
 // Shapes are not copied and the memory map is computed separately (getLazyOpInfo).
-Counter *runAst(const LazyOp &ast, CounterMemo &memo, std::deque<Counter> &store) {
-  if (auto it = memo.find(&ast); it != memo.end()) return it->second;
-  Counter *s[3] = {nullptr, nullptr, nullptr};
-  std::vector<Counter *> more;
-  for (size_t i = 0; i < ast.src.size(); ++i) {
-    const auto &x = ast.src[i];
-    LAZYJIT_INTERNAL_CHECK(!x.isBuffer(), "get_lazyop_info on an AST with LazyBuffer leaves");
-    Counter *c = runAst(*x.op, memo, store);
-    if (i < 3) s[i] = c;
-    else more.push_back(c);
-  }
+// The counter of `ast` from its sources' counters `s`.
+Counter &countOp(const LazyOp &ast, const std::vector<Counter *> &s, std::deque<Counter> &store) {
   Counter &c = store.emplace_back();
   switch (opTypeOf(ast.op)) {
   case OpType::Buffer: {
@@ -292,7 +297,7 @@ Counter *runAst(const LazyOp &ast, CounterMemo &memo, std::deque<Counter> &store
     break;
   case OpType::Ternary: {
     SInt f = s[0]->consume();
-    for (size_t i = 1; i < ast.src.size(); ++i) f = f + (i < 3 ? s[i] : more[i - 3])->consume();
+    for (size_t i = 1; i < ast.src.size(); ++i) f = f + s[i]->consume();
     f = f + prod(*s[0]->shape);
     DType dt = ast.src.size() >= 3 ? promote(s[1]->dtype, s[2]->dtype) : s[0]->dtype;
     c = {s[0]->shape, dt, f};
@@ -306,8 +311,41 @@ Counter *runAst(const LazyOp &ast, CounterMemo &memo, std::deque<Counter> &store
     LAZYJIT_INTERNAL_CHECK(false, "get_lazyop_info: {} is not allowed in a kernel AST",
                            opName(ast.op));
   }
-  memo.emplace(&ast, &c);
-  return &c;
+  return c;
+}
+
+Counter *runAst(const LazyOp &root, CounterMemo &memo, std::deque<Counter> &store) {
+  // post-order with an explicit stack; `results` holds the finished sources' counters
+  struct Frame {
+    const LazyOp *op;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  std::vector<Counter *> results;
+  auto enter = [&](const LazyOp *o) {
+    if (auto it = memo.find(o); it != memo.end())
+      results.push_back(it->second);
+    else
+      stack.push_back({o, 0});
+  };
+  enter(&root);
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next < f.op->src.size()) {
+      const LazySrc &x = f.op->src[f.next++];
+      LAZYJIT_INTERNAL_CHECK(!x.isBuffer(), "get_lazyop_info on an AST with LazyBuffer leaves");
+      enter(x.op.get());
+      continue;
+    }
+    const LazyOp &ast = *f.op;
+    stack.pop_back();
+    std::vector<Counter *> s(results.end() - static_cast<std::ptrdiff_t>(ast.src.size()), results.end());
+    results.resize(results.size() - ast.src.size());
+    Counter &c = countOp(ast, s, store);
+    memo.emplace(&ast, &c);
+    results.push_back(&c);
+  }
+  return results.back();
 }
 
 } // namespace

@@ -39,7 +39,7 @@ LazyBufferRef LazyBuffer::movementOp(Op mop, const LazyOpArg &arg) {
 
 LazyBufferRef LazyBuffer::applyMovementOp(ShapeTracker nst, Op mop, LazyOpArg arg) {
   FusionFlags f = FusionFlags::current();
-  if (f.shuffleMovementOps && !isRealized() && optype == OpType::Binary && children.empty()) {
+  if (f.shuffleMovementOps && !isRealized() && optype == OpType::Binary && childless()) {
     if (mop == Op::Shrink || mop == Op::Stride || mop == Op::Permute ||
         (mop == Op::Reshape && (opTypeOf(op->op) == OpType::Unary || f.pushReshapes)))
       return op->replaceWithMovementOps({{mop, arg}});
@@ -60,7 +60,7 @@ LazyBufferRef LazyBuffer::reshape(const Shape &arg) {
   if (!isRealized() && op->op == Op::Reshape) {
     LazyBufferRef src = op->src[0].buf;
     // NOTE: this is only required in reshape and when pushing permutes (reference comment)
-    src->children.discard(this);
+    src->discardChild(this);
     return src->reshape(arg);
   }
   return applyMovementOp(st.reshape(arg), Op::Reshape, arg);
@@ -105,7 +105,7 @@ LazyBufferRef LazyBuffer::permute(const std::vector<int64_t> &arg) {
       for (int64_t a : arg) narg.push_back(rshape.at(a));
       LazyBufferRef src = op->src[0].buf;
       Op rop = op->op;
-      src->children.discard(this);
+      src->discardChild(this);
       return src->permute(arg)->r(rop, narg);
     }
     // move permutes before expands (always, this is safe)
@@ -120,7 +120,7 @@ LazyBufferRef LazyBuffer::permute(const std::vector<int64_t> &arg) {
       LazyBufferRef src = op->src[0].buf;
       auto groups = getContraction(src->shape, shape);
       if (groups && !groups->empty()) {
-        src->children.discard(this);
+        src->discardChild(this);
         std::vector<int64_t> flat;
         for (int64_t i : arg) flat.insert(flat.end(), (*groups)[i].begin(), (*groups)[i].end());
         return src->permute(flat)->reshape(st.permute(arg).shape());

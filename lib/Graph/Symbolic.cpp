@@ -547,10 +547,16 @@ NodeRef Node::bind(int64_t v) const {
                      v, key(), *val);
   LAZYJIT_USER_CHECK(truthy(le(min, SInt(v))) && truthy(le(SInt(v), max)), Error,
                      "cannot bind {} to {}: out of range", v, key());
-  val = v;
-  // The DEBUG key includes the bound value; drop a key computed before binding.
-  delete keyCache.exchange(nullptr);
-  return self();
+  if (val) return self();
+  // Nodes are immutable: the reference mutates the variable, which would change the key of every
+  // expression already built over it (and free a key string someone holds). The bound variable
+  // is a new node; the unbound one stays as it is and can be bound to other values.
+  return make(NodeKind::Variable, [&](Node &n) {
+    n.expr = expr;
+    n.min = min;
+    n.max = max;
+    n.val = v;
+  });
 }
 
 std::pair<NodeRef, int64_t> Node::unbindVar() const {

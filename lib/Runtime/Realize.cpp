@@ -106,8 +106,8 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     std::shared_ptr<Buffer> dst = out.outputBuffer;
     if (!dst) dst = std::make_shared<Buffer>(out.device, allocSize(out.shape), out.dtype());
     out.setRealized(dst);
-    out.op = nullptr;
-    for (const auto &v : out.views.live()) v->op = nullptr;
+    out.dropOp();
+    for (const auto &v : out.views.live()) v->dropOp();
 
     auto k0 = Clock::now();
     Program *prg = programs[i].get();

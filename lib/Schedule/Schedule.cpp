@@ -18,7 +18,7 @@ LazyOpRef astReduceOps(const LazyOp &op) {
   if (src.isBuffer() && !src.buf->isRealized()) {
     LAZYJIT_INTERNAL_CHECK(src.buf->op, "an unrealized source must have an op");
     if (FusionFlags::current().mergeElementwiseIntoReduce && src.buf->optype == OpType::Binary &&
-        src.buf->children.size() <= 1)
+        src.buf->atMostOneChild())
       src = LazySrc(src.buf->op);
   }
   return LazyOp::make(op.op, {src}, op.arg);
@@ -29,20 +29,25 @@ LazyOpRef astReduceOps(const LazyOp &op) {
 LazyOpRef astBinaryOps(const LazyOp &op, const Shape &shape) {
   const auto &bufs = op.buffers();
   std::vector<std::pair<const LazyBuffer *, std::optional<LazySrc>>> realSrcs;
-  for (LazyBuffer *b : bufs) realSrcs.emplace_back(b, std::nullopt);
+  std::unordered_map<const LazyBuffer *, size_t> slotOf;
+  for (LazyBuffer *b : bufs) {
+    slotOf.emplace(b, realSrcs.size());
+    realSrcs.emplace_back(b, std::nullopt);
+  }
   auto slot = [&](const LazyBuffer *b) -> std::optional<LazySrc> * {
-    for (auto &p : realSrcs)
-      if (p.first == b) return &p.second;
-    return nullptr;
+    auto it = slotOf.find(b);
+    return it == slotOf.end() ? nullptr : &realSrcs[it->second].second;
   };
 
   // NOTE: contiguous does not always mean the same size with SHRINK (reference comment)
   std::vector<std::pair<LazyBufferRef, LazyBuffer *>> psrcs;
   for (LazyBuffer *buf : bufs) {
-    if (buf->children.size() > 1) continue;
+    // the reference tests len(buf.children) first; the tests are pure, and counting children
+    // walks the graph, so the cheap ones go first
     LazyBuffer *root = getMovementRootContiguous(buf);
     if (root->optype == OpType::Reduce && !root->isRealized() &&
-        pyEq(prod(root->shape), prod(buf->shape)) && root->children.size() <= 1)
+        pyEq(prod(root->shape), prod(buf->shape)) && buf->atMostOneChild() &&
+        root->atMostOneChild())
       psrcs.emplace_back(buf->shared_from_this(), root);
   }
   Shape intermediate = shape;
@@ -81,19 +86,19 @@ LazyOpRef astBinaryOps(const LazyOp &op, const Shape &shape) {
 // _replace_bufferops: leaves become LOAD(MemBuffer) of the deduplicated base buffers, or CONST.
 std::pair<LazyOpRef, std::vector<LazyBufferRef>> replaceBufferOps(const LazyOpRef &op) {
   std::vector<LazyBufferRef> baseBufs;
+  std::unordered_map<const LazyBuffer *, int> bufIdx; // base buffer -> its LOAD index
   for (LazyBuffer *x : op->buffers()) {
     if (x->isUnrealizedConst()) continue;
     LazyBufferRef b = x->baseShared();
-    if (std::none_of(baseBufs.begin(), baseBufs.end(), [&](const auto &y) { return y == b; }))
-      baseBufs.push_back(b);
+    if (bufIdx.emplace(b.get(), static_cast<int>(baseBufs.size()) + 1).second)
+      baseBufs.push_back(std::move(b));
   }
   BufferMap replacements;
   for (LazyBuffer *x : op->buffers()) {
     ShapeTracker st = x->st.simplify().unbind();
-    auto it = std::find_if(baseBufs.begin(), baseBufs.end(),
-                           [&](const auto &y) { return y.get() == x->base(); });
-    if (it != baseBufs.end()) {
-      int idx = static_cast<int>(it - baseBufs.begin()) + 1;
+    auto it = bufIdx.find(x->base());
+    if (it != bufIdx.end()) {
+      int idx = it->second;
       replacements.emplace(x, LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{idx, x->dtype(), st})));
     } else if (!x->isRealized() && x->base()->op->op == Op::LoadConst) {
       double v = std::get<double>(x->base()->op->arg);
@@ -131,27 +136,9 @@ namespace {
 bool nothingToSchedule(const LazyBuffer *b, const SeenSet &seen) {
   return seen.contains(b) || b->isRealized() || b->isUnrealizedConst();
 }
-} // namespace
 
-std::vector<ScheduleItem> schedule(const LazyBufferRef &self, SeenSet &seen) {
-  if (nothingToSchedule(self.get(), seen)) return {};
-  seen.add(self);
-  if (self->isView()) return schedule(self->baseShared(), seen);
-
-  LazyOpRef op = self->op;
-  if (self->optype == OpType::Binary)
-    op = astBinaryOps(*op, self->shape);
-  else if (self->optype == OpType::Reduce)
-    op = astReduceOps(*op);
-
-  // schedule the past
-  std::vector<ScheduleItem> ret;
-  for (LazyBuffer *x : op->buffers()) {
-    if (nothingToSchedule(x, seen)) continue; // without taking a reference to it
-    auto sub = schedule(x->shared_from_this(), seen);
-    ret.insert(ret.end(), std::make_move_iterator(sub.begin()), std::make_move_iterator(sub.end()));
-  }
-
+// The kernel of `self`, whose op has been fixed up and whose sources are scheduled.
+ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   std::vector<const ShapeTracker *> sts{&self->st};
   for (const LazyBuffer *b : op->buffers()) sts.push_back(&b->st);
   VarVals varVals = mergeVarVals(sts);
@@ -200,7 +187,49 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &self, SeenSet &seen) {
     used.emplace(name, it->second);
   }
   LAZYJIT_LOG(Schedule, 3, "scheduled {} for {}", opName(ast->op), self->repr());
-  ret.push_back(ScheduleItem{ast, self, std::move(baseBufs), std::move(used)});
+  return ScheduleItem{ast, self, std::move(baseBufs), std::move(used)};
+}
+
+} // namespace
+
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
+  // The reference's recursion (schedule the sources, then this buffer) with an explicit stack:
+  // a chain of a million kernels must not need a million native frames.
+  struct Frame {
+    LazyBufferRef self;
+    LazyOpRef op;
+    size_t next = 0; // the next source buffer to schedule
+  };
+  std::vector<Frame> stack;
+  auto enter = [&](LazyBufferRef b) {
+    for (;;) {
+      if (nothingToSchedule(b.get(), seen)) return;
+      seen.add(b);
+      if (!b->isView()) break;
+      b = b->baseShared();
+    }
+    LazyOpRef op = b->op;
+    if (b->optype == OpType::Binary)
+      op = astBinaryOps(*op, b->shape);
+    else if (b->optype == OpType::Reduce)
+      op = astReduceOps(*op);
+    stack.push_back(Frame{std::move(b), std::move(op)});
+  };
+  std::vector<ScheduleItem> ret;
+  enter(out);
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    const auto &bufs = f.op->buffers();
+    if (f.next < bufs.size()) {
+      LazyBuffer *x = bufs[f.next++];
+      // schedule the past, without taking a reference to what is already done
+      if (!nothingToSchedule(x, seen)) enter(x->shared_from_this());
+      continue;
+    }
+    Frame done = std::move(f);
+    stack.pop_back();
+    ret.push_back(scheduleItem(done.self, done.op));
+  }
   return ret;
 }
 

@@ -296,9 +296,23 @@ Value Evaluator::evalCall(const Expr &e) {
     if (fn == "exec_count") return located(e.loc, [&] { return execCount(args); });
     if (fn == "print") return located(e.loc, [&] { return print(args); });
   }
-  if (receiver)
-    return located(callee.loc, [&] { return callMethod(std::move(*receiver), name, args); });
+  if (receiver) {
+    NodeRef variableBefore;
+    if (name == "bind" && receiver->is<SInt>()) variableBefore = receiver->as<SInt>().node();
+    Value out = located(callee.loc, [&] { return callMethod(std::move(*receiver), name, args); });
+    if (variableBefore) rebindVariable(variableBefore, out.as<SInt>());
+    return out;
+  }
   return located(e.loc, [&] { return callValue(std::move(*function), args); });
+}
+
+void Evaluator::rebindVariable(const NodeRef &unbound, const SInt &bound) {
+  // Python's bind mutates the Variable object, so every name that holds it sees the value (as in
+  // `x.shrink(((0, i.bind(2)), (i, i + 2)))`). Library nodes never change; the script emulates
+  // the mutation on its names. Expressions built before the bind keep the unbound variable.
+  if (bound.node() == unbound) return;
+  for (auto &[n, v] : env)
+    if (v.is<SInt>() && v.as<SInt>().node() == unbound) v = bound;
 }
 
 Value Evaluator::execCount(CallArgs &args) {

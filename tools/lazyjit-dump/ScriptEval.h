@@ -46,6 +46,8 @@ private:
   Value eval(const Expr &e);
   Value lookup(const std::string &name, Loc loc) const;
   Value evalCall(const Expr &e);
+  /// After `v.bind(n)`: every name holding the unbound Variable now holds the bound one.
+  void rebindVariable(const NodeRef &unbound, const SInt &bound);
   Value evalSubscript(const Expr &e);
   /// exec_count(): realizes every tensor the script can still reach, then starts a count.
   Value execCount(CallArgs &args);

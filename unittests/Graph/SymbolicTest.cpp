@@ -312,10 +312,13 @@ TEST_CASE("Symbolic: str() is the DEBUG key in angle brackets (S99)") {
 }
 
 TEST_CASE("Symbolic: binding changes the key, unbinding restores it") {
-  NodeRef x = variable("x", 1, 100);
-  CHECK(x->key() == "x[1-100]");
-  x->bind(3);
+  NodeRef unboundX = variable("x", 1, 100);
+  CHECK(unboundX->key() == "x[1-100]");
+  NodeRef x = unboundX->bind(3);
   CHECK(x->key() == "x[1-100=3]");
+  CHECK(unboundX->key() == "x[1-100]"); // binding builds a new node
+  CHECK(x->bind(3) == x);
+  CHECK_THROWS_WITH_AS(x->bind(4), doctest::Contains("cannot bind 4 to x[1-100=3]: it is already bound to 3"), Error);
   CHECK(x->render() == "x");
   REQUIRE(x->boundValue().has_value());
   CHECK(*x->boundValue() == 3);

@@ -6,8 +6,18 @@
 // rewrites fire depends on which nodes are still alive (the weak `children` sets), so holding or
 // dropping a reference changes fusion exactly as Python's `del` does in the reference.
 //
-// Memory model: LazyBuffers are shared_ptr nodes; a LazyOp owns its sources; `children` and
-// `views` are weak sets that only count live nodes; the dedup cache holds weak references.
+// Memory model: LazyBuffers are shared_ptr nodes; a LazyOp owns its sources; `views` is a weak
+// set that only counts live nodes; the dedup cache holds weak references.
+//
+// Children (the reference's `children` WeakSet): the live buffers whose op reads this one. The
+// reference adds a new buffer to the set of every leaf of its (merged) op tree, so a chain
+// `x = x + 1` repeated n times costs O(n^2). Here the relation is kept as links instead: a buffer
+// lists the graph ops that read it directly (`users_`), an op lists the ops built on it and the
+// buffers created over it (LazyOp `parents_` / `owners_`), and a query walks up from the buffer
+// until it has seen as many distinct children as it asks about (fusion only asks "none?" and
+// "at most one?"). Creating a buffer links only the ops that are new, so building a chain is
+// linear. A buffer whose op is dropped at realization joins its leaves' `realizedChildren_`
+// (the reference keeps it in their sets), and `discardChild` records the reference's discards.
 // The lazy graph is not thread-safe (like the reference under the GIL): build a graph from one
 // thread at a time.
 #pragma once
@@ -15,80 +25,13 @@
 #include "lazyjit/Graph/LazyOp.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace lazyjit {
-
-/// A set of pointers as a list that keeps its first two elements inline: most buffers have one or
-/// two children and are views of nothing, and the graph builds several buffers per op. Past
-/// kIndexed elements a hash index makes find and erase O(1): a constant shared by every op of a
-/// long elementwise chain has one child per op, and a scan per add would make the chain cubic.
-template <typename T> class PtrList {
-public:
-  static constexpr size_t kIndexed = 16;
-  PtrList() = default;
-  PtrList(const PtrList &) = delete;
-  PtrList &operator=(const PtrList &) = delete;
-  ~PtrList() {
-    if (data_ != inline_) delete[] data_;
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  T *operator[](size_t i) const { return data_[i]; }
-  T *back() const { return data_[size_ - 1]; }
-  T *const *begin() const { return data_; }
-  T *const *end() const { return data_ + size_; }
-  /// The position of `x`, or size() when absent.
-  size_t find(const void *x) const {
-    if (index_) {
-      auto it = index_->find(x);
-      return it == index_->end() ? size_ : it->second;
-    }
-    for (size_t i = 0; i < size_; ++i)
-      if (data_[i] == x) return i;
-    return size_;
-  }
-  bool contains(const void *x) const { return find(x) != size_; }
-  void push_back(T *x) {
-    if (size_ == cap_) reserve(cap_ * 2);
-    data_[size_++] = x;
-    if (index_) {
-      index_->emplace(x, size_ - 1);
-    } else if (size_ > kIndexed) {
-      index_ = std::make_unique<std::unordered_map<const void *, size_t>>();
-      for (size_t i = 0; i < size_; ++i) index_->emplace(data_[i], i);
-    }
-  }
-  /// Removes one `x` (the last element takes its place). Returns whether it was there.
-  bool erase(const void *x) {
-    size_t i = find(x);
-    if (i == size_) return false;
-    if (index_) index_->erase(x);
-    if (i != size_ - 1) {
-      data_[i] = data_[size_ - 1];
-      if (index_) (*index_)[data_[i]] = i;
-    }
-    --size_;
-    return true;
-  }
-  void reserve(size_t n) {
-    if (n <= cap_) return;
-    T **grown = new T *[n];
-    std::copy(data_, data_ + size_, grown);
-    if (data_ != inline_) delete[] data_;
-    data_ = grown;
-    cap_ = n;
-  }
-
-private:
-  T *inline_[2] = {nullptr, nullptr};
-  T **data_ = inline_;
-  size_t size_ = 0, cap_ = 2;
-  std::unique_ptr<std::unordered_map<const void *, size_t>> index_;
-};
 
 /// A set of weak references to LazyBuffers with Python WeakSet semantics: identity membership,
 /// and a size that counts live members only. The links are intrusive: a LazyBuffer leaves every
@@ -107,6 +50,7 @@ public:
   /// The number of live members.
   size_t size() const { return items.size(); }
   bool empty() const { return items.empty(); }
+  bool contains(const LazyBuffer *b) const { return items.contains(b); }
   std::vector<LazyBufferRef> live() const;
 
 private:
@@ -125,11 +69,25 @@ public:
   LazyOpRef op;
   /// The buffer an assign writes into (reference `output_buffer`).
   std::shared_ptr<Buffer> outputBuffer;
-  WeakBufferSet children;
   WeakBufferSet views;
 
-  /// The reference's constructor: registers itself as a child of every buffer in `op` and as a
-  /// view of `base`. Use create() or createLazyBuffer().
+  /// The number of live children (buffers whose op reads this one), counted up to `atMost`: the
+  /// walk stops there. len(children) of the reference is childCount() with no limit.
+  size_t childCount(size_t atMost = SIZE_MAX) const;
+  bool childless() const { return childCount(1) == 0; }
+  bool atMostOneChild() const { return childCount(2) <= 1; }
+  /// children.discard(child) of the reference: `child` no longer counts as a child of this one.
+  void discardChild(const LazyBuffer *child);
+  /// The dedup cache handed this buffer out for `op` (equal to its own): the reference adds the
+  /// hit to the children of the op's leaves again, undoing discards (which only ever remove a
+  /// buffer from a direct source of its op).
+  void readdAsChild(const LazyOp &op);
+  /// Drops the op at realization (the reference's `del op`); the buffer stays a child of the
+  /// leaves it was built from for as long as it lives.
+  void dropOp();
+
+  /// The reference's constructor: links `op` into the graph (this buffer becomes a child of every
+  /// buffer in `op`) and registers as a view of `base`. Use create() or createLazyBuffer().
   static LazyBufferRef create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
                               DType dtype, std::shared_ptr<Buffer> realized = nullptr,
                               LazyBufferRef base = nullptr);
@@ -184,13 +142,22 @@ public:
 
 private:
   friend class WeakBufferSet;
-  /// The sets (other buffers' `children` and `views`) this buffer is a member of.
+  friend class LazyOp; // unlinks itself from users_ when it dies
+  /// The sets (other buffers' `views`, `realizedChildren_`, `discarded_`) this buffer is in.
   PtrList<WeakBufferSet> memberOf_;
+  /// The linked ops that have this buffer as a direct source.
+  PtrList<const LazyOp> users_;
+  /// Children whose op was dropped at realization.
+  WeakBufferSet realizedChildren_;
+  /// Buffers discarded from the children (they never count again, unless the dedup cache hands
+  /// them out again: the reference re-adds a cache hit to its leaves' children).
+  WeakBufferSet discarded_;
   std::shared_ptr<Buffer> realized_;
   LazyBufferRef base_;
   DType dtype_;
 
   LazyBufferRef reduceOp(Op op, const Shape &newShape);
+  void linkOp();
   LazyBufferRef applyMovementOp(ShapeTracker st, Op op, LazyOpArg arg);
 };
 

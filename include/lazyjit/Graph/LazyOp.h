@@ -7,6 +7,7 @@
 
 #include "lazyjit/Graph/DType.h"
 #include "lazyjit/Graph/Ops.h"
+#include "lazyjit/Graph/PtrList.h"
 #include "lazyjit/Graph/ShapeTracker.h"
 
 #include <functional>
@@ -119,9 +120,17 @@ public:
   DType bufferDType() const;
 
 private:
+  friend class LazyBuffer;
   size_t hash_;
   mutable std::vector<LazyBuffer *> buffers_;
   mutable bool buffersDone_ = false;
+  // Graph links (LazyBuffer.h), set when a LazyBuffer is created over this op or over an op that
+  // contains it; kernel ASTs and other temporary trees are never linked. `parents_` are the linked
+  // ops that have this one as a source, `owners_` the live LazyBuffers whose `op` this is. Both
+  // are weak: a parent or owner unlinks itself before it releases this op.
+  mutable bool linked_ = false;
+  mutable PtrList<const LazyOp> parents_;
+  mutable PtrList<LazyBuffer> owners_;
 };
 
 /// The reference's FlopCounter result for an AST.

@@ -8,7 +8,8 @@
 // `truthy()` is Python's bool().
 //
 // Node kinds (reference semantics, notes §4):
-//  - Variable(expr, min, max): a named integer in [min, max]; `bind` attaches a value.
+//  - Variable(expr, min, max): a named integer in [min, max]; `bind` returns a bound copy (the
+//    reference mutates the variable; here no node ever changes after it is built).
 //  - NumNode(b): a constant.
 //  - MulNode(a, b), DivNode(a, b), ModNode(a, b), LtNode(a, b): binary nodes; b is an int, or a
 //    Node for symbolic strides.
@@ -87,7 +88,8 @@ public:
 
   /// The bound value of a Variable, if any.
   std::optional<int64_t> boundValue() const;
-  /// Binds a Variable to `v` (the reference mutates the variable object). Returns the variable.
+  /// A copy of this Variable bound to `v` (itself when it is already bound to `v`). This node does
+  /// not change: expressions built over it keep their keys (the reference mutates the variable).
   NodeRef bind(int64_t v) const;
   /// An unbound copy of a bound Variable, and its value.
   std::pair<NodeRef, int64_t> unbindVar() const;

@@ -1,0 +1,79 @@
+// PtrList: the small pointer list behind the graph's weak sets and link lists.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <unordered_map>
+
+namespace lazyjit {
+
+/// A set of pointers as a list that keeps its first two elements inline: most buffers have one or
+/// two children and are views of nothing, and the graph builds several buffers per op. Past
+/// kIndexed elements a hash index makes find and erase O(1): a constant shared by every op of a
+/// long elementwise chain has one child per op, and a scan per add would make the chain cubic.
+template <typename T> class PtrList {
+public:
+  static constexpr size_t kIndexed = 16;
+  PtrList() = default;
+  PtrList(const PtrList &) = delete;
+  PtrList &operator=(const PtrList &) = delete;
+  ~PtrList() {
+    if (data_ != inline_) delete[] data_;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T *operator[](size_t i) const { return data_[i]; }
+  T *back() const { return data_[size_ - 1]; }
+  T *const *begin() const { return data_; }
+  T *const *end() const { return data_ + size_; }
+  /// The position of `x`, or size() when absent.
+  size_t find(const void *x) const {
+    if (index_) {
+      auto it = index_->find(x);
+      return it == index_->end() ? size_ : it->second;
+    }
+    for (size_t i = 0; i < size_; ++i)
+      if (data_[i] == x) return i;
+    return size_;
+  }
+  bool contains(const void *x) const { return find(x) != size_; }
+  void push_back(T *x) {
+    if (size_ == cap_) reserve(cap_ * 2);
+    data_[size_++] = x;
+    if (index_) {
+      index_->emplace(x, size_ - 1);
+    } else if (size_ > kIndexed) {
+      index_ = std::make_unique<std::unordered_map<const void *, size_t>>();
+      for (size_t i = 0; i < size_; ++i) index_->emplace(data_[i], i);
+    }
+  }
+  /// Removes one `x` (the last element takes its place). Returns whether it was there.
+  bool erase(const void *x) {
+    size_t i = find(x);
+    if (i == size_) return false;
+    if (index_) index_->erase(x);
+    if (i != size_ - 1) {
+      data_[i] = data_[size_ - 1];
+      if (index_) (*index_)[data_[i]] = i;
+    }
+    --size_;
+    return true;
+  }
+  void reserve(size_t n) {
+    if (n <= cap_) return;
+    T **grown = new T *[n];
+    std::copy(data_, data_ + size_, grown);
+    if (data_ != inline_) delete[] data_;
+    data_ = grown;
+    cap_ = n;
+  }
+
+private:
+  T *inline_[2] = {nullptr, nullptr};
+  T **data_ = inline_;
+  size_t size_ = 0, cap_ = 2;
+  std::unique_ptr<std::unordered_map<const void *, size_t>> index_;
+};
+
+} // namespace lazyjit
