@@ -12,16 +12,23 @@
 
 namespace {
 
-// The name of the running test case, for the skip messages: doctest tells its listeners.
-std::string currentTestCase;
-std::set<std::string> skippedCases, skipReasons;
+// What this run skipped, and the running test case's name (doctest tells its listeners); built on
+// first use rather than by a static constructor.
+struct SkipState {
+  std::string currentTestCase;
+  std::set<std::string> cases, reasons;
+};
+SkipState &state() {
+  static SkipState s;
+  return s;
+}
 
 struct CurrentTestListener : doctest::IReporter {
   explicit CurrentTestListener(const doctest::ContextOptions &) {}
   void report_query(const doctest::QueryData &) override {}
   void test_run_start() override {}
   void test_run_end(const doctest::TestRunStats &) override {}
-  void test_case_start(const doctest::TestCaseData &tc) override { currentTestCase = tc.m_name; }
+  void test_case_start(const doctest::TestCaseData &tc) override { state().currentTestCase = tc.m_name; }
   void test_case_reenter(const doctest::TestCaseData &) override {}
   void test_case_end(const doctest::CurrentTestCaseStats &) override {}
   void test_case_exception(const doctest::TestCaseException &) override {}
@@ -39,14 +46,15 @@ namespace lazyjit::test {
 
 void skip(const std::string &reason) {
   // a test case that skips several times (once per kernel, say) is reported once per reason
-  bool newCase = skippedCases.insert(currentTestCase).second;
-  bool newReason = skipReasons.insert(reason).second;
+  SkipState &s = state();
+  bool newCase = s.cases.insert(s.currentTestCase).second;
+  bool newReason = s.reasons.insert(reason).second;
   if (!newCase && !newReason) return;
-  std::printf("skipped: %s: %s\n", currentTestCase.c_str(), reason.c_str());
+  std::printf("skipped: %s: %s\n", s.currentTestCase.c_str(), reason.c_str());
   std::fflush(stdout);
 }
 
-int skippedCount() { return static_cast<int>(skippedCases.size()); }
+int skippedCount() { return static_cast<int>(state().cases.size()); }
 
 } // namespace lazyjit::test
 
@@ -59,7 +67,7 @@ int main(int argc, char **argv) {
   std::string run = argv[0];
   run = run.substr(run.find_last_of('/') + 1);
   for (int i = 1; i < argc; ++i) run += std::string(" ") + argv[i];
-  for (const auto &reason : skipReasons)
+  for (const auto &reason : state().reasons)
     std::printf("SKIPPED: %s: %d test case(s), none failed (exit %d): %s\n", run.c_str(), skipped,
                 lazyjit::test::kSkipExitCode, reason.c_str());
   return lazyjit::test::kSkipExitCode;
