@@ -48,7 +48,7 @@ Result benchW7(const Sizes &sz, const std::string &device, bool gpu);
 Result benchW9a(const std::string &device);
 /// The fresh process of W9a: schedules, compiles and runs W3 once and prints the seconds it took.
 void runW9aChild(const Sizes &sz, const std::string &device);
-Result benchW9b(const std::string &device);
+Result benchW9b(const std::string &device, int ops);
 /// W9c: the median compile time of the kernels of W1-W7 (CPU only, without the disk cache).
 Result benchW9c(const Sizes &sz);
 

@@ -151,7 +151,8 @@ int main(int argc, char **argv) {
     if (enabled("W11")) results.push_back(benchW11(gpu ? 4096 : 256, device));
     if (enabled("W9d")) results.push_back(benchW9d(device));
     if (enabled("W9a")) results.push_back(benchW9a(device));
-    if (enabled("W9b")) results.push_back(benchW9b(device));
+    if (enabled("W9b"))
+      for (int ops : {200, 20000, 200000}) results.push_back(benchW9b(device, ops));
     if (enabled("W9c") && !gpu) results.push_back(benchW9c(sz));
 
     // The memory bandwidth of a shared host drifts during a run: measure the ceiling again at the

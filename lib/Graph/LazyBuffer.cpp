@@ -209,11 +209,13 @@ struct LazyCache {
   std::mutex mu;
   std::unordered_multimap<size_t, CacheEntry> map;
   size_t insertsSinceSweep = 0;
+  size_t liveAfterSweep = 0;
 
   void sweep() {
     for (auto it = map.begin(); it != map.end();)
       it = it->second.value.expired() ? map.erase(it) : std::next(it);
     insertsSinceSweep = 0;
+    liveAfterSweep = map.size();
   }
 };
 
@@ -284,7 +286,9 @@ LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpTyp
       LazyBuffer::create(device, std::move(st), optype, op, dtype, nullptr, base);
   std::lock_guard lock(cache.mu);
   cache.map.emplace(h, CacheEntry{device, dtype, optype, op, base.get(), ret});
-  if (++cache.insertsSinceSweep > 4096) cache.sweep();
+  // sweep when the inserts since the last sweep outnumber the entries that survived it: a sweep
+  // costs the map's size, so a graph of a million live buffers is not swept every 4096 inserts
+  if (++cache.insertsSinceSweep > std::max<size_t>(4096, cache.liveAfterSweep)) cache.sweep();
   return ret;
 }
 

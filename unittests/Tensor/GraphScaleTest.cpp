@@ -1,0 +1,111 @@
+// Graphs as long as a user can build: a chain of a million element-wise ops is built, scheduled
+// and freed on a 1 MiB stack (every graph walk of the library is iterative), and a chain of
+// thousands of kernels schedules and runs with results equal to the closed form.
+#include "TensorTestUtil.h"
+
+#include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Schedule/Schedule.h"
+
+#include <pthread.h>
+
+using namespace lazyjit;
+using namespace lazyjit::testing;
+
+namespace {
+// Runs `fn` on a thread with a 1 MiB stack (an eighth of the default) and rethrows its failure.
+template <typename F> void onSmallStack(F fn) {
+  struct Job {
+    F *fn;
+    std::exception_ptr error;
+  } job{&fn, nullptr};
+  pthread_attr_t attr;
+  REQUIRE(pthread_attr_init(&attr) == 0);
+  REQUIRE(pthread_attr_setstacksize(&attr, size_t(1) << 20) == 0);
+  pthread_t th;
+  REQUIRE(pthread_create(&th, &attr, [](void *p) -> void * {
+            auto *j = static_cast<Job *>(p);
+            try {
+              (*j->fn)();
+            } catch (...) {
+              j->error = std::current_exception();
+            }
+            return nullptr;
+          }, &job) == 0);
+  REQUIRE(pthread_join(th, nullptr) == 0);
+  pthread_attr_destroy(&attr);
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+// The sanitizer build checks the same walks at a quarter of the length (it is ~4x slower and larger).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kMillion = 250000;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kMillion = 250000;
+#else
+constexpr int kMillion = 1000000;
+#endif
+#else
+constexpr int kMillion = 1000000;
+#endif
+
+size_t countOps(const LazyOp &ast, Op op) {
+  size_t n = 0;
+  for (const LazyOp *x : ast.lazyops()) n += x->op == op;
+  return n;
+}
+} // namespace
+
+TEST_CASE("Graph scale: a chain of a million element-wise ops is one kernel, built on a small stack") {
+  constexpr int kOps = kMillion;
+  size_t liveBefore = liveLazyBufferCount();
+  size_t adds = 0, muls = 0, negs = 0, kernels = 0, loads = 0, opsInKernel = 0;
+  onSmallStack([&] {
+    Tensor y = Tensor::empty({16});
+    Tensor x = y;
+    for (int i = 0; i < kOps; ++i) x = i % 3 == 0 ? x + y : i % 3 == 1 ? x.neg() : x * y;
+    auto items = schedule(x.lazydata());
+    for (const auto &si : items) {
+      if (!si.isKernel()) continue;
+      ++kernels;
+      adds = countOps(*si.ast, Op::Add);
+      muls = countOps(*si.ast, Op::Mul);
+      negs = countOps(*si.ast, Op::Neg);
+      loads = countOps(*si.ast, Op::Load);
+      opsInKernel = si.ast->lazyops().size();
+      CHECK(si.inputs.size() == 1); // y, read once per use through one buffer
+    }
+    // x, y and the schedule are freed here, on the small stack
+  });
+  CHECK(kernels == 1);
+  CHECK(adds == (kOps + 2) / 3);
+  CHECK(negs == (kOps + 1) / 3);
+  CHECK(muls == kOps / 3);
+  CHECK(loads == adds + muls + 1); // y is read by every binary op and as the chain's start
+  CHECK(opsInKernel == kOps + loads + 1); // the ops, the loads and the store
+  CHECK(liveLazyBufferCount() == liveBefore);
+}
+
+TEST_CASE("Graph scale: thousands of kernels in a chain schedule on a small stack and run") {
+  // x <- mean(x) + 1, broadcast back: one reduce per step, so every step is a kernel boundary
+  auto build = [](int steps) {
+    Tensor x = Tensor::full({16}, 3.0);
+    for (int i = 0; i < steps; ++i) x = (x.mean(std::vector<int64_t>{0}, true) + 1).expand({16});
+    return x;
+  };
+  auto kernelsOf = [](const Tensor &t) {
+    size_t n = 0;
+    for (const auto &si : schedule(t.lazydata())) n += si.isKernel();
+    return n;
+  };
+  size_t one = kernelsOf(build(1)), two = kernelsOf(build(2));
+  REQUIRE(two > one);
+  constexpr int kSteps = 20000;
+  size_t many = 0;
+  onSmallStack([&] { many = kernelsOf(build(kSteps)); });
+  CHECK(many == one + (kSteps - 1) * (two - one)); // the per-step kernels of the short chains
+  std::vector<float> got;
+  onSmallStack([&] { got = build(2000).realize().toVector<float>(); });
+  REQUIRE(got.size() == 16);
+  for (float v : got) CHECK(v == doctest::Approx(3.0 + 2000));
+}
