@@ -3,6 +3,7 @@
 // reference's CUDA table. The CTest entry CodeGenTests-ptxas runs these tests again with
 // LAZYJIT_TEST_PTXAS=1, which also assembles every PTX for sm_90 with the CUDA toolkit's ptxas;
 // where ptxas is missing that entry is skipped (test::skip), not passed.
+#include "KernelTestUtil.h"
 #include "TestSkip.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -19,20 +20,12 @@
 #include <unistd.h>
 
 using namespace lazyjit;
+using lazyjit::testing::lastKernel;
 namespace fs = std::filesystem;
 
 namespace {
 
 Tensor E(Shape s, DType dt = dtypes::float32) { return Tensor::empty(s, {dt, std::nullopt}); }
-
-// The AST of the last kernel that computes `t`.
-LazyOpRef lastKernel(const Tensor &t) {
-  LazyOpRef ast;
-  for (const auto &si : schedule(t.lazydata()))
-    if (si.isKernel()) ast = si.ast;
-  REQUIRE(ast != nullptr);
-  return ast;
-}
 
 TargetSpec sm90() { return TargetSpec::nvptx("sm_90"); }
 

@@ -1,6 +1,7 @@
 // One test per OptOp (Kernel::applyOpt): how it reshapes and permutes the kernel's axes, that the
 // CPU ones compute what the unoptimized kernel computes (KernelRunner against NOOPT, guard zones
 // intact), and the message when it does not apply. PADTO has its own file (PadToTest.cpp).
+#include "KernelTestUtil.h"
 #include "KernelRunner.h"
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -11,18 +12,11 @@
 #include <cmath>
 
 using namespace lazyjit;
+using lazyjit::testing::lastKernel;
 using lazyjit::testing::KernelRun;
 using lazyjit::testing::KernelRunner;
 
 namespace {
-
-LazyOpRef lastKernel(const Tensor &t) {
-  LazyOpRef ast;
-  for (const auto &si : schedule(t.lazydata()))
-    if (si.isKernel()) ast = si.ast;
-  REQUIRE(ast != nullptr);
-  return ast;
-}
 
 // a 16x8 @ 8x12 matmul: full shape (16, 12, 8), output (16, 12, 1), the reduce axis is 2
 LazyOpRef matmul() { return lastKernel(Tensor::empty({16, 8}).matmul(Tensor::empty({8, 12}))); }

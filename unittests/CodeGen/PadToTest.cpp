@@ -2,6 +2,7 @@
 // random inputs and touches nothing outside its buffers (KernelRunner's guard zones), for odd sizes
 // on output and reduce axes; a reduce axis pads only SUMs of ops that keep 0 at 0; padded lanes
 // are masked off at the store.
+#include "KernelTestUtil.h"
 #include "KernelRunner.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -14,18 +15,13 @@
 #include <set>
 
 using namespace lazyjit;
+using lazyjit::testing::lastKernel;
 using lazyjit::testing::KernelRun;
 using lazyjit::testing::KernelRunner;
 
 namespace {
 
 // The AST of the last kernel that computes `t` (inputs are empty buffers: only the AST is used).
-LazyOpRef lastKernel(const Tensor &t) {
-  auto sched = schedule(t.lazydata());
-  for (auto it = sched.rbegin(); it != sched.rend(); ++it)
-    if (it->isKernel()) return it->ast;
-  LAZYJIT_INTERNAL_CHECK(false, "no kernel");
-}
 
 Tensor empty(Shape s) { return Tensor::empty(std::move(s)); }
 

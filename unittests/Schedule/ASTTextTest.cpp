@@ -1,6 +1,7 @@
 // The textual AST format and the AST verifier: every kernel AST of a set of Tensor programs prints,
 // parses back to an equal AST and verifies; hand-made bad ASTs are rejected with checked messages;
 // malformed text is rejected with FILE:LINE:COL messages.
+#include "KernelTestUtil.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Schedule/Verifier.h"
@@ -14,6 +15,7 @@
 #include <limits>
 
 using namespace lazyjit;
+using lazyjit::testing::verifyError;
 
 namespace {
 
@@ -59,15 +61,6 @@ std::string parseError(const std::function<void()> &f) {
 }
 std::string parseErrorOf(const std::string &text) {
   return parseError([&] { parseAst(text, "bad.ast"); });
-}
-
-std::string verifyError(const LazyOpRef &ast) {
-  try {
-    verifyAst(*ast);
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "<accepted>";
 }
 
 // Shifts every line of `block` right by `n` spaces.

@@ -1,11 +1,13 @@
 // The verifier rules (Verifier.h) that ASTTextTest.cpp, VerifierBoundsTest.cpp and the
 // test/lit/Schedule/error-ast-*.ast tests do not reach: each breaks one rule in an AST built by
 // hand (the parser refuses most of these before the verifier sees them) and checks the message.
+#include "KernelTestUtil.h"
 #include "lazyjit/Schedule/Verifier.h"
 
 #include <doctest/doctest.h>
 
 using namespace lazyjit;
+using lazyjit::testing::verifyError;
 
 namespace {
 
@@ -31,15 +33,6 @@ LazyOpRef load(int idx, ShapeTracker s = st({10})) {
 // STORE (10,) of `value`
 LazyOpRef store(LazyOpRef value, ShapeTracker s = st({10})) {
   return LazyOp::make(Op::Store, {std::move(value)}, MemBuffer{0, dtypes::float32, std::move(s)});
-}
-
-std::string verifyError(const LazyOpRef &ast) {
-  try {
-    verifyAst(*ast);
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "<accepted>";
 }
 
 } // namespace

@@ -1,0 +1,34 @@
+// Helpers the kernel-level tests share: the AST of the kernel that computes a tensor, and the
+// verifier's verdict on an AST as text.
+#pragma once
+
+#include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Schedule/Verifier.h"
+#include "lazyjit/Tensor/Tensor.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace lazyjit::testing {
+
+/// The AST of the last kernel that computes `t` (its schedule must have one).
+inline LazyOpRef lastKernel(const Tensor &t) {
+  LazyOpRef ast;
+  for (const auto &si : schedule(t.lazydata()))
+    if (si.isKernel()) ast = si.ast;
+  REQUIRE(ast != nullptr);
+  return ast;
+}
+
+/// The verifier's message for `ast`, or "<accepted>".
+inline std::string verifyError(const LazyOpRef &ast) {
+  try {
+    verifyAst(*ast);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
+
+} // namespace lazyjit::testing
