@@ -229,9 +229,9 @@ private:
   ProgramCache programs;
 
   std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
-    return "lazyjit-cpu-v1\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt || config().noopt) +
+    return "lazyjit-cpu-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt || config().noopt) +
            "\nbounds=" + std::to_string(boundsChecking(opts)) +
-           "\n" + printAst(ast);
+           "\n" + astKey(ast);
   }
 };
 

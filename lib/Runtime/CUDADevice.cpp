@@ -256,7 +256,7 @@ private:
   };
 
   std::string cacheKey(const LazyOp &ast) const {
-    return "lazyjit-ptx-v1\n" + target.key() + "\nnoopt=" + std::to_string(config().noopt) + "\n" + printAst(ast);
+    return "lazyjit-ptx-v2\n" + target.key() + "\nnoopt=" + std::to_string(config().noopt) + "\n" + astKey(ast);
   }
   Compiled compilePTX(const LazyOpRef &ast, bool useCache);
   CUfunction load(const Compiled &k);

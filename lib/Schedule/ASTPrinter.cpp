@@ -5,6 +5,7 @@
 #include "lazyjit/Support/Error.h"
 
 #include <charconv>
+#include <vector>
 #include <unordered_map>
 
 namespace lazyjit {
@@ -68,40 +69,57 @@ struct StructuralEq {
 
 class Printer {
 public:
+  /// `key`: the compact form of astKey (no indentation; each op line ends with its source count).
+  explicit Printer(bool key) : key(key) {}
+
   std::string print(const LazyOp &root) {
     count(root);
-    emit(root, 0);
+    // preorder with an explicit stack: a merged chain is as deep as it is long
+    std::vector<std::pair<const LazyOp *, int>> stack{{&root, 0}};
+    while (!stack.empty()) {
+      auto [op, indent] = stack.back();
+      stack.pop_back();
+      if (emit(*op, indent))
+        for (size_t i = op->src.size(); i-- > 0;) stack.emplace_back(op->src[i].op.get(), indent + 2);
+    }
     return std::move(out);
   }
 
 private:
+  const bool key;
   // Occurrences of each distinct (structurally) subtree with operands; leaves are never labeled.
   std::unordered_map<const LazyOp *, int, StructuralHash, StructuralEq> seen;
   std::unordered_map<const LazyOp *, int, StructuralHash, StructuralEq> labels;
   std::string out;
   int nextLabel = 0;
 
-  void count(const LazyOp &op) {
-    for (const auto &s : op.src)
-      LAZYJIT_USER_CHECK(!s.isBuffer(), UnsupportedError,
-                         "printAst: {} has a LazyBuffer source; only scheduled ASTs have a "
-                         "textual form",
-                         opName(op.op));
-    if (op.src.empty()) return;
-    auto [it, fresh] = seen.emplace(&op, 1);
-    if (!fresh) {
-      ++it->second;
-      return;
+  void count(const LazyOp &root) {
+    std::vector<const LazyOp *> stack{&root};
+    while (!stack.empty()) {
+      const LazyOp &op = *stack.back();
+      stack.pop_back();
+      for (const auto &s : op.src)
+        LAZYJIT_USER_CHECK(!s.isBuffer(), UnsupportedError,
+                           "printAst: {} has a LazyBuffer source; only scheduled ASTs have a "
+                           "textual form",
+                           opName(op.op));
+      if (op.src.empty()) continue;
+      auto [it, fresh] = seen.emplace(&op, 1);
+      if (!fresh) {
+        ++it->second;
+        continue;
+      }
+      for (const auto &s : op.src) stack.push_back(s.op.get());
     }
-    for (const auto &s : op.src) count(*s.op);
   }
 
-  void emit(const LazyOp &op, int indent) {
-    std::string pad(static_cast<size_t>(indent), ' ');
+  // Prints one node; returns whether its sources follow (not for a reference to a label).
+  bool emit(const LazyOp &op, int indent) {
+    std::string pad(key ? 0 : static_cast<size_t>(indent), ' ');
     if (!op.src.empty()) {
       if (auto it = labels.find(&op); it != labels.end()) {
         out += pad + "$" + std::to_string(it->second) + "\n";
-        return;
+        return false;
       }
     }
     out += pad;
@@ -141,10 +159,11 @@ private:
           }
         },
         op.arg);
+    if (key) out += " #" + std::to_string(op.src.size());
     out += "\n";
     if (st)
-      for (const auto &v : st->views) out += pad + "  " + printView(v) + "\n";
-    for (const auto &s : op.src) emit(*s.op, indent + 2);
+      for (const auto &v : st->views) out += pad + (key ? "" : "  ") + printView(v) + "\n";
+    return true;
   }
 };
 
@@ -163,6 +182,8 @@ std::string printSInt(const SInt &x) {
   return x.node()->key();
 }
 
-std::string printAst(const LazyOp &ast) { return Printer().print(ast); }
+std::string printAst(const LazyOp &ast) { return Printer(false).print(ast); }
+
+std::string astKey(const LazyOp &ast) { return Printer(true).print(ast); }
 
 } // namespace lazyjit

@@ -27,22 +27,35 @@ class GraphPrinter {
 public:
   explicit GraphPrinter(std::ostream &out) : out(out) {}
 
-  int visit(const LazyBufferRef &b) {
-    if (auto it = ids.find(b.get()); it != ids.end()) return it->second;
-    // sources first; the walk recurses along the graph (lazyjit-dump runs on a large stack)
-    if (b->op)
-      for (LazyBuffer *src : b->op->buffers()) visit(src->shared_from_this());
-    if (b->isView()) visit(b->baseRef());
-    int id = next++;
-    ids.emplace(b.get(), id);
-    std::string line = "%" + std::to_string(id) + " " + typedShapeText(b->dtype(), b->shape) + " ";
-    if (b->op)
-      line += render(*b->op);
-    else
-      line += b->isRealized() ? "realized" : "unrealized";
-    if (b->isView()) line += " base=%" + std::to_string(ids.at(b->baseRef().get()));
-    out << line << "\n";
-    return id;
+  int visit(const LazyBufferRef &root) {
+    // sources first (the op's buffers, then the base of a view), with an explicit stack: a chain
+    // of kernels is as deep as it is long
+    struct Frame {
+      LazyBuffer *b;
+      std::vector<LazyBuffer *> deps;
+      size_t next = 0;
+    };
+    auto frame = [](LazyBuffer *b) {
+      Frame f{b, {}};
+      if (b->op) f.deps = b->op->buffers();
+      if (b->isView()) f.deps.push_back(b->baseRef().get());
+      return f;
+    };
+    if (!ids.count(root.get())) {
+      std::vector<Frame> stack{frame(root.get())};
+      while (!stack.empty()) {
+        Frame &f = stack.back();
+        if (f.next < f.deps.size()) {
+          LazyBuffer *d = f.deps[f.next++];
+          if (!ids.count(d)) stack.push_back(frame(d));
+          continue;
+        }
+        LazyBuffer *b = f.b;
+        stack.pop_back();
+        if (!ids.count(b)) print(*b);
+      }
+    }
+    return ids.at(root.get());
   }
 
 private:
@@ -50,17 +63,50 @@ private:
   std::unordered_map<const LazyBuffer *, int> ids;
   int next = 0;
 
-  std::string render(const LazyOp &op) {
-    std::string s(opName(op.op));
-    s += renderArg(op.arg);
-    if (op.src.empty()) return s;
-    s += "(";
-    for (size_t i = 0; i < op.src.size(); ++i) {
-      if (i) s += ", ";
-      const LazySrc &src = op.src[i];
-      s += src.isBuffer() ? "%" + std::to_string(ids.at(src.buf.get())) : render(*src.op);
+  void print(const LazyBuffer &b) {
+    int id = next++;
+    ids.emplace(&b, id);
+    std::string line = "%" + std::to_string(id) + " " + typedShapeText(b.dtype(), b.shape) + " ";
+    if (b.op)
+      line += render(*b.op);
+    else
+      line += b.isRealized() ? "realized" : "unrealized";
+    if (b.isView()) line += " base=%" + std::to_string(ids.at(b.baseRef().get()));
+    out << line << "\n";
+  }
+
+  // `OP{arg}(src, src, ...)`, sources inline (buffers as %id), written front to back from a stack
+  // of pending ops and punctuation
+  std::string render(const LazyOp &root) {
+    struct Item {
+      const LazyOp *op; // or null: append `text`
+      std::string text;
+    };
+    std::string s;
+    std::vector<Item> stack{{&root, {}}};
+    while (!stack.empty()) {
+      Item it = std::move(stack.back());
+      stack.pop_back();
+      if (!it.op) {
+        s += it.text;
+        continue;
+      }
+      const LazyOp &op = *it.op;
+      s += opName(op.op);
+      s += renderArg(op.arg);
+      if (op.src.empty()) continue;
+      s += "(";
+      stack.push_back({nullptr, ")"});
+      for (size_t i = op.src.size(); i-- > 0;) {
+        const LazySrc &src = op.src[i];
+        if (src.isBuffer())
+          stack.push_back({nullptr, "%" + std::to_string(ids.at(src.buf.get()))});
+        else
+          stack.push_back({src.op.get(), {}});
+        if (i) stack.push_back({nullptr, ", "});
+      }
     }
-    return s + ")";
+    return s;
   }
 
   static std::string renderArg(const LazyOpArg &arg) {

@@ -1,6 +1,9 @@
-// lazyjit-dump's main: runs the tool on a thread with a large stack (deep lazy graphs and ASTs are
-// walked recursively by the library; the stack keeps any input the parsers accept from
-// overflowing it).
+// lazyjit-dump's main: runs the tool on a thread with a large stack. Building, scheduling and
+// printing graphs and ASTs walk them iteratively (a 100,000-op chain goes through --emit=graph,
+// kernel and index on an 8 MiB stack), but lowering a kernel to LLVM IR, LLVM's own passes and the
+// reference interpreter (--check) still recurse along a fused expression: a kernel of 100,000
+// chained ops needs ~40,000 frames. The reserved stack is virtual memory; only what is used is
+// committed.
 #include "Tool.h"
 
 #include <iostream>

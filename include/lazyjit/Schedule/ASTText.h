@@ -26,6 +26,11 @@ namespace lazyjit {
 /// no textual form, and for variable names that are not identifiers.
 std::string printAst(const LazyOp &ast);
 
+/// The identity of an AST as text, for compile-cache keys: printAst's lines without indentation,
+/// each op line ending with its number of sources (` #2`), so the preorder still determines the
+/// tree. Linear in the AST's size, where printAst's indentation grows with the square of its depth.
+std::string astKey(const LazyOp &ast);
+
 /// Parses one AST. `filename` only names the input in errors. Malformed input throws ParseError
 /// with the message `FILE:LINE:COL: error: <message>`.
 LazyOpRef parseAst(std::string_view text, const std::string &filename);
