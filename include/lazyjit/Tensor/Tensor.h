@@ -138,9 +138,6 @@ public:
   template <typename V> V item() const;
   /// The raw bytes of a contiguous copy in this tensor's dtype.
   std::vector<uint8_t> toBytes() const;
-  LAZYJIT_TENSOR_OP(to, (const std::string &device), (device))
-  /// The same data with no gradient (requires_grad false).
-  LAZYJIT_TENSOR_OP(detach, (), ())
   /// Makes this tensor compute `x` (reusing this tensor's buffer when possible). Every handle of
   /// this tensor sees the new value; `x` must not require a gradient.
   Tensor &assign(const Tensor &x);
@@ -189,9 +186,6 @@ public:
   static Tensor arange(double stop, const TensorOptions &opts = {});
   static Tensor arange(double start, double stop, double step = 1, const TensorOptions &opts = {});
   static Tensor eye(int64_t dim, const TensorOptions &opts = {});
-  LAZYJIT_TENSOR_OP(fullLike, (double value, const TensorOptions &opts = {}), (value, opts))
-  LAZYJIT_TENSOR_OP(zerosLike, (const TensorOptions &opts = {}), (opts))
-  LAZYJIT_TENSOR_OP(onesLike, (const TensorOptions &opts = {}), (opts))
   /// Uniform [0, 1) samples. Each call takes the next seed, so a program is reproducible after
   /// manualSeed.
   static Tensor rand(const Shape &shape, const TensorOptions &opts = {});
@@ -209,167 +203,19 @@ public:
   static void manualSeed(uint64_t seed);
 
   // ---- movement -------------------------------------------------------------------------------
-  /// One dim may be -1.
-  LAZYJIT_TENSOR_OP(reshape, (const Shape &shape), (shape))
-  /// -1 keeps a dim.
-  LAZYJIT_TENSOR_OP(expand, (const Shape &shape), (shape))
-  LAZYJIT_TENSOR_OP(permute, (const std::vector<int64_t> &order), (order))
-  LAZYJIT_TENSOR_OP(flip, (const std::vector<int64_t> &axis), (axis))
-  LAZYJIT_TENSOR_OP(shrink, (const std::vector<std::optional<SIntPair>> &arg), (arg))
-  LAZYJIT_TENSOR_OP(pad, (const std::vector<std::optional<SIntPair>> &arg, double value = 0),
-                    (arg, value))
-  /// Python indexing: ints, slices with steps (negative too), newAxis, ellipsis and integer tensors
-  /// on any dims (advanced indexing, as the reference's __getitem__).
-  LAZYJIT_TENSOR_OP(getitem, (const std::vector<Index> &indices), (indices))
-  /// Indexing with one tensor of int indices (the reference's fancy index, x[idx]).
-  LAZYJIT_TENSOR_OP(getitem, (Tensor indices), (std::move(indices)))
-  LAZYJIT_TENSOR_OP(slice, (const std::vector<std::optional<SIntPair>> &arg, double value = 0),
-                    (arg, value))
-  LAZYJIT_TENSOR_OP(gather, (Tensor idx, int64_t dim), (std::move(idx), dim))
-  LAZYJIT_TENSOR_OP(cat, (std::vector<Tensor> others, int64_t dim = 0), (std::move(others), dim))
   static Tensor stack(std::vector<Tensor> tensors, int64_t dim = 0);
-  LAZYJIT_TENSOR_OP(repeat, (const std::vector<int64_t> &repeats), (repeats))
   std::vector<Tensor> chunk(int64_t num, int64_t dim = 0) const;
-  LAZYJIT_TENSOR_OP(squeeze, (std::optional<int64_t> dim = std::nullopt), (dim))
-  LAZYJIT_TENSOR_OP(unsqueeze, (int64_t dim), (dim))
-  /// (left, right, top, bottom, ...) padding of the last dims.
-  LAZYJIT_TENSOR_OP(pad2d, (const std::vector<int64_t> &padding, double value = 0), (padding, value))
-  LAZYJIT_TENSOR_OP(T, (), ())
-  LAZYJIT_TENSOR_OP(transpose, (int64_t ax1 = 1, int64_t ax2 = 0), (ax1, ax2))
-  LAZYJIT_TENSOR_OP(flatten, (int64_t startDim = 0), (startDim))
-  LAZYJIT_TENSOR_OP(contiguous, (), ())
-  LAZYJIT_TENSOR_OP(contiguousBackward, (), ())
 
   // ---- reductions -----------------------------------------------------------------------------
   using Axes = std::optional<std::vector<int64_t>>;
-  LAZYJIT_TENSOR_OP(sum, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
-  LAZYJIT_TENSOR_OP(max, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
-  LAZYJIT_TENSOR_OP(min, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
-  LAZYJIT_TENSOR_OP(mean, (const Axes &axis = std::nullopt, bool keepdim = false), (axis, keepdim))
-  LAZYJIT_TENSOR_OP(var, (const Axes &axis = std::nullopt, bool keepdim = false,
-                          int64_t correction = 1), (axis, keepdim, correction))
-  LAZYJIT_TENSOR_OP(std, (const Axes &axis = std::nullopt, bool keepdim = false,
-                          int64_t correction = 1), (axis, keepdim, correction))
-  LAZYJIT_TENSOR_OP(softmax, (int64_t axis = -1), (axis))
-  LAZYJIT_TENSOR_OP(logSoftmax, (int64_t axis = -1), (axis))
-  LAZYJIT_TENSOR_OP(argmax, (std::optional<int64_t> axis = std::nullopt, bool keepdim = false),
-                    (axis, keepdim))
-  LAZYJIT_TENSOR_OP(argmin, (std::optional<int64_t> axis = std::nullopt, bool keepdim = false),
-                    (axis, keepdim))
-  LAZYJIT_TENSOR_OP(cumsum, (int64_t axis = 0), (axis))
   static Tensor einsum(const std::string &formula, std::vector<Tensor> xs);
 
-  // ---- processing -----------------------------------------------------------------------------
-  LAZYJIT_TENSOR_OP(avgPool2d, (const std::vector<int64_t> &kernel = {2, 2},
-                                const std::optional<std::vector<int64_t>> &stride = std::nullopt,
-                                const std::vector<int64_t> &dilation = {1}),
-                    (kernel, stride, dilation))
-  LAZYJIT_TENSOR_OP(maxPool2d, (const std::vector<int64_t> &kernel = {2, 2},
-                                const std::optional<std::vector<int64_t>> &stride = std::nullopt,
-                                const std::vector<int64_t> &dilation = {1}),
-                    (kernel, stride, dilation))
-  /// NCHW convolution; padding is one int, one per spatial dim, or 2 per spatial dim.
-  LAZYJIT_TENSOR_OP(conv2d, (Tensor weight, std::optional<Tensor> bias = std::nullopt,
-                             int64_t groups = 1, const std::vector<int64_t> &stride = {1},
-                             const std::vector<int64_t> &dilation = {1},
-                             const std::vector<int64_t> &padding = {0}),
-                    (std::move(weight), std::move(bias), groups, stride, dilation, padding))
-  LAZYJIT_TENSOR_OP(convTranspose2d, (Tensor weight, std::optional<Tensor> bias = std::nullopt,
-                                      int64_t groups = 1, const std::vector<int64_t> &stride = {1},
-                                      const std::vector<int64_t> &dilation = {1},
-                                      const std::vector<int64_t> &padding = {0},
-                                      const std::vector<int64_t> &outputPadding = {0}),
-                    (std::move(weight), std::move(bias), groups, stride, dilation, padding,
-                     outputPadding))
-  LAZYJIT_TENSOR_OP(dot, (Tensor w), (std::move(w)))
-  LAZYJIT_TENSOR_OP(matmul, (Tensor w), (std::move(w)))
-  LAZYJIT_TENSOR_OP(linear, (Tensor weight, std::optional<Tensor> bias = std::nullopt),
-                    (std::move(weight), std::move(bias)))
-  LAZYJIT_TENSOR_OP(layernorm, (const std::vector<int64_t> &axis = {-1}, double eps = 1e-5),
-                    (axis, eps))
-  LAZYJIT_TENSOR_OP(batchnorm, (std::optional<Tensor> weight, std::optional<Tensor> bias,
-                                Tensor mean, Tensor invstd),
-                    (std::move(weight), std::move(bias), std::move(mean), std::move(invstd)))
-  LAZYJIT_TENSOR_OP(dropout, (double p = 0.5), (p))
-  LAZYJIT_TENSOR_OP(scaledDotProductAttention, (Tensor key, Tensor value,
-                                                std::optional<Tensor> attnMask = std::nullopt,
-                                                double dropoutP = 0, bool isCausal = false),
-                    (std::move(key), std::move(value), std::move(attnMask), dropoutP, isCausal))
-  /// Samples indices from 1-d or 2-d (per row) non-negative weights (the reference's multinomial:
-  /// inverse CDF of Tensor::rand samples), int32.
-  LAZYJIT_TENSOR_OP(multinomial, (int64_t numSamples = 1, bool replacement = false), (numSamples, replacement))
-  LAZYJIT_TENSOR_OP(triu, (int64_t k = 0), (k))
-  LAZYJIT_TENSOR_OP(tril, (int64_t k = 0), (k))
-  LAZYJIT_TENSOR_OP(binaryCrossentropy, (Tensor y), (std::move(y)))
-  LAZYJIT_TENSOR_OP(binaryCrossentropyLogits, (Tensor y), (std::move(y)))
-  LAZYJIT_TENSOR_OP(sparseCategoricalCrossentropy, (Tensor y, int64_t ignoreIndex = -1),
-                    (std::move(y), ignoreIndex))
-
-  // ---- unary ----------------------------------------------------------------------------------
-  LAZYJIT_TENSOR_OP(neg, (), ())
-  LAZYJIT_TENSOR_OP(log, (), ())
-  LAZYJIT_TENSOR_OP(log2, (), ())
-  LAZYJIT_TENSOR_OP(exp, (), ())
-  LAZYJIT_TENSOR_OP(exp2, (), ())
-  LAZYJIT_TENSOR_OP(relu, (), ())
-  LAZYJIT_TENSOR_OP(sigmoid, (), ())
-  LAZYJIT_TENSOR_OP(sin, (), ())
-  LAZYJIT_TENSOR_OP(sqrt, (), ())
-  LAZYJIT_TENSOR_OP(rsqrt, (), ())
-  LAZYJIT_TENSOR_OP(cos, (), ())
-  LAZYJIT_TENSOR_OP(tan, (), ())
-  LAZYJIT_TENSOR_OP(trunc, (), ())
-  LAZYJIT_TENSOR_OP(ceil, (), ())
-  LAZYJIT_TENSOR_OP(floor, (), ())
-  LAZYJIT_TENSOR_OP(square, (), ())
-  LAZYJIT_TENSOR_OP(clip, (double lo, double hi), (lo, hi))
-  LAZYJIT_TENSOR_OP(abs, (), ())
-  LAZYJIT_TENSOR_OP(sign, (), ())
-  LAZYJIT_TENSOR_OP(reciprocal, (), ())
-  LAZYJIT_TENSOR_OP(elu, (double alpha = 1.0), (alpha))
-  LAZYJIT_TENSOR_OP(celu, (double alpha = 1.0), (alpha))
-  LAZYJIT_TENSOR_OP(swish, (), ())
-  LAZYJIT_TENSOR_OP(silu, (), ())
-  LAZYJIT_TENSOR_OP(relu6, (), ())
-  LAZYJIT_TENSOR_OP(hardswish, (), ())
-  LAZYJIT_TENSOR_OP(tanh, (), ())
-  LAZYJIT_TENSOR_OP(sinh, (), ())
-  LAZYJIT_TENSOR_OP(cosh, (), ())
-  LAZYJIT_TENSOR_OP(atanh, (), ())
-  LAZYJIT_TENSOR_OP(asinh, (), ())
-  LAZYJIT_TENSOR_OP(acosh, (), ())
-  LAZYJIT_TENSOR_OP(hardtanh, (double minVal = -1, double maxVal = 1), (minVal, maxVal))
-  LAZYJIT_TENSOR_OP(gelu, (), ())
-  LAZYJIT_TENSOR_OP(quickGelu, (), ())
-  LAZYJIT_TENSOR_OP(leakyrelu, (double negSlope = 0.01), (negSlope))
-  LAZYJIT_TENSOR_OP(mish, (), ())
-  LAZYJIT_TENSOR_OP(softplus, (double beta = 1), (beta))
-  LAZYJIT_TENSOR_OP(softsign, (), ())
-
-  // ---- binary / ternary -----------------------------------------------------------------------
-  // Operands are taken by value and released when the call returns (see LAZYJIT_TENSOR_OP).
-  LAZYJIT_TENSOR_OP(add, (Operand x, bool reverse = false), (std::move(x), reverse))
-  LAZYJIT_TENSOR_OP(sub, (Operand x, bool reverse = false), (std::move(x), reverse))
-  LAZYJIT_TENSOR_OP(mul, (Operand x, bool reverse = false), (std::move(x), reverse))
-  LAZYJIT_TENSOR_OP(div, (Operand x, bool reverse = false), (std::move(x), reverse))
-  LAZYJIT_TENSOR_OP(pow, (Operand x, bool reverse = false), (std::move(x), reverse))
-  LAZYJIT_TENSOR_OP(xorWith, (Operand x, bool reverse = false), (std::move(x), reverse))
-  LAZYJIT_TENSOR_OP(maximum, (Operand x), (std::move(x)))
-  LAZYJIT_TENSOR_OP(minimum, (Operand x), (std::move(x)))
-  /// self ? input : other.
-  LAZYJIT_TENSOR_OP(where, (Operand input, Operand other), (std::move(input), std::move(other)))
-  LAZYJIT_TENSOR_OP(lt, (Operand x), (std::move(x)))
-  LAZYJIT_TENSOR_OP(gt, (Operand x), (std::move(x)))
-  LAZYJIT_TENSOR_OP(le, (Operand x), (std::move(x)))
-  LAZYJIT_TENSOR_OP(ge, (Operand x), (std::move(x)))
-  LAZYJIT_TENSOR_OP(eq, (Operand x), (std::move(x)))
-  LAZYJIT_TENSOR_OP(ne, (Operand x), (std::move(x)))
-
-  // ---- casts ----------------------------------------------------------------------------------
-  LAZYJIT_TENSOR_OP(cast, (DType dtype), (dtype))
-  LAZYJIT_TENSOR_OP(bitcast, (DType dtype), (dtype))
-  LAZYJIT_TENSOR_OP(toFloat, (), ())
-  LAZYJIT_TENSOR_OP(half, (), ())
+  // ---- the methods that return a new Tensor: one table, shared with the script's bindings -----
+  // Movement, reductions, processing, unary, binary/ternary and cast methods, each declared with
+  // LAZYJIT_TENSOR_OP (documented in the table).
+#define LAZYJIT_TENSOR_METHOD(Name, ScriptName, Params, Args, ...)                                 \
+  LAZYJIT_TENSOR_OP(Name, Params, Args)
+#include "lazyjit/Tensor/TensorOps.def"
 
   /// Applies fns in order (the reference's sequential).
   template <typename Fn> Tensor sequential(const std::vector<Fn> &fns) const {
