@@ -15,24 +15,7 @@ constexpr size_t kAlign = 64;
 constexpr size_t kHugeAlign = size_t(2) << 20;
 constexpr size_t kHugeMin = size_t(4) << 20;
 constexpr size_t kMaxCached = size_t(2) << 30; // keep at most 2 GiB of freed blocks
-// Fresh blocks from this size up are page-aligned and populated at once (see prefault).
-constexpr size_t kPage = 4096;
-constexpr size_t kPrefaultMin = size_t(256) << 10;
-size_t roundUp(size_t n, size_t align = kAlign) { return (n + align - 1) / align * align; }
-
-// Maps every page of a fresh block in one system call. Left to page faults, the first kernel that
-// writes a new 64 MiB buffer took 50-200 ms more than the next one on this (virtualized) host:
-// one trap per 4 KiB page, while MADV_POPULATE_WRITE maps the same 64 MiB in ~5 ms. Kernels
-// write every byte of their output, so nothing is populated in vain. Kernels before Linux 5.14
-// reject the advice; the pages are then faulted in as before.
-void prefault(void *p, size_t bytes) {
-#ifdef MADV_POPULATE_WRITE
-  (void)madvise(p, bytes, MADV_POPULATE_WRITE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
+size_t roundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 } // namespace
 
 HostAllocator::~HostAllocator() { trim(); }
@@ -49,17 +32,16 @@ void *HostAllocator::alloc(size_t bytes) {
       return p;
     }
   }
-  bool huge = sz >= kHugeMin, populate = sz >= kPrefaultMin;
-  size_t align = huge ? kHugeAlign : populate ? kPage : kAlign;
-  size_t allocSz = roundUp(sz, align);
+  bool huge = sz >= kHugeMin;
+  size_t align = huge ? kHugeAlign : kAlign;
+  size_t allocSz = huge ? (sz + kHugeAlign - 1) / kHugeAlign * kHugeAlign : sz;
   void *p = std::aligned_alloc(align, allocSz);
   if (!p) {
     trim();
     p = std::aligned_alloc(align, allocSz);
   }
+  if (p && huge) madvise(p, allocSz, MADV_HUGEPAGE);
   LAZYJIT_USER_CHECK(p != nullptr, DeviceError, "host: out of memory allocating {} bytes", sz);
-  if (huge) madvise(p, allocSz, MADV_HUGEPAGE);
-  if (populate) prefault(p, allocSz);
   return p;
 }
 
