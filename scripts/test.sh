@@ -44,7 +44,11 @@ if [ "$mode" != sanitize ]; then
   echo "== full build and every test"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build build -j "$jobs"
-  ctest --test-dir build --output-on-failure -j "$jobs"
+  rc=0
+  ctest --test-dir build --output-on-failure -j "$jobs" 2>&1 | tee build/ctest-summary.log || rc=$?
   # CTest lists skipped tests (no GPU, no ptxas) without their output: say why each was skipped
   grep -h '^SKIPPED: ' build/Testing/Temporary/LastTest.log | sort -u || true
+  # and end the run with CTest's summary line, as the README says
+  grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' build/ctest-summary.log | tail -1 || true
+  exit "$rc"
 fi
