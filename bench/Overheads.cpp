@@ -100,7 +100,7 @@ Result benchW9c(const Sizes &sz) {
   std::vector<double> times;
   for (const auto &ast : asts) {
     auto t0 = Clock::now();
-    compileToObject(ast, TargetSpec::host(), {});
+    compileToObject(ast, TargetSpec::host(), CompileOptions::fromConfig());
     times.push_back(seconds(t0, Clock::now()));
   }
   std::sort(times.begin(), times.end());

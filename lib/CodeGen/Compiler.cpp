@@ -131,7 +131,7 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, int level) {
   mpm.run(m, mam);
 }
 
-bool noOptimizations(const CompileOptions &o) { return o.noopt || config().noopt; }
+bool noOptimizations(const CompileOptions &o) { return o.noopt; }
 
 bool checksBounds(const CompileOptions &o, const TargetSpec &t) {
   return t.kind == TargetSpec::Kind::CPU && boundsChecking(o);
@@ -216,7 +216,14 @@ std::string TargetSpec::key() const {
 
 std::string llvmVersionString() { return LLVM_VERSION_STRING; }
 
-bool boundsChecking(const CompileOptions &o) { return o.bounds || config().bounds; }
+bool boundsChecking(const CompileOptions &o) { return o.bounds; }
+
+CompileOptions CompileOptions::fromConfig() {
+  CompileOptions o;
+  o.noopt = config().noopt;
+  o.bounds = config().bounds;
+  return o;
+}
 
 Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
   KernelOptions ko;

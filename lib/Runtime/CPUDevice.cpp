@@ -162,10 +162,11 @@ public:
   std::vector<std::shared_ptr<Program>> compileAll(const std::vector<LazyOpRef> &asts) override {
     std::vector<std::shared_ptr<Program>> out(asts.size());
     std::vector<size_t> todo;
+    const CompileOptions opts = CompileOptions::fromConfig();
     {
       std::lock_guard lock(mu);
       for (size_t i = 0; i < asts.size(); ++i) {
-        auto it = programs.find({asts[i], config().noopt, config().bounds});
+        auto it = programs.find({asts[i], opts.noopt, opts.bounds});
         if (it != programs.end()) {
           out[i] = it->second;
           ++statMemoryHits;
@@ -188,7 +189,6 @@ public:
       bool fromCache = false;
     };
     std::vector<Result> results(unique.size());
-    CompileOptions opts;
     std::vector<std::function<void()>> tasks;
     for (size_t u = 0; u < unique.size(); ++u)
       tasks.push_back([&, u] {
@@ -215,11 +215,11 @@ public:
       auto [entry, range] = JIT::get().add(results[u].object, results[u].sig.symbol);
       auto prg = std::make_shared<CPUProgram>(ast, results[u].sig, entry, range, results[u].seconds,
                                               results[u].fromCache);
-      programs.emplace(ProgramKey{ast, config().noopt, config().bounds}, prg);
+      programs.emplace(ProgramKey{ast, opts.noopt, opts.bounds}, prg);
       LAZYJIT_LOG(Runtime, 2, "{} {} in {:.2f} ms", results[u].fromCache ? "loaded" : "compiled",
                   results[u].sig.name, results[u].seconds * 1e3);
     }
-    for (size_t i : todo) out[i] = programs.at({asts[i], config().noopt, config().bounds});
+    for (size_t i : todo) out[i] = programs.at({asts[i], opts.noopt, opts.bounds});
     return out;
   }
 
@@ -229,7 +229,7 @@ private:
   ProgramCache programs;
 
   std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
-    return "lazyjit-cpu-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt || config().noopt) +
+    return "lazyjit-cpu-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) +
            "\nbounds=" + std::to_string(boundsChecking(opts)) +
            "\n" + astKey(ast);
   }

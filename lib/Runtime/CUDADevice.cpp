@@ -255,24 +255,24 @@ private:
     bool fromCache = false;
   };
 
-  std::string cacheKey(const LazyOp &ast) const {
-    return "lazyjit-ptx-v2\n" + target.key() + "\nnoopt=" + std::to_string(config().noopt) + "\n" + astKey(ast);
+  std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
+    return "lazyjit-ptx-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) + "\n" + astKey(ast);
   }
-  Compiled compilePTX(const LazyOpRef &ast, bool useCache);
+  Compiled compilePTX(const LazyOpRef &ast, const CompileOptions &opts, bool useCache);
   CUfunction load(const Compiled &k);
 };
 
-CUDADevice::Compiled CUDADevice::compilePTX(const LazyOpRef &ast, bool useCache) {
+CUDADevice::Compiled CUDADevice::compilePTX(const LazyOpRef &ast, const CompileOptions &opts, bool useCache) {
   auto t0 = std::chrono::steady_clock::now();
   Compiled r;
-  std::string key = cacheKey(*ast);
+  std::string key = cacheKey(*ast, opts);
   if (auto hit = useCache ? diskCache("ptx").load(key) : std::nullopt) {
     r.ptx.assign(hit->begin(), hit->end());
-    r.sig = describeKernel(ast, target, {});
+    r.sig = describeKernel(ast, target, opts);
     r.fromCache = true;
     ++statDiskHits;
   } else {
-    r.ptx = compileToPTX(ast, target, {}, &r.sig);
+    r.ptx = compileToPTX(ast, target, opts, &r.sig);
     diskCache("ptx").store(key, std::vector<uint8_t>(r.ptx.begin(), r.ptx.end()));
     ++statCompiled;
   }
@@ -315,7 +315,8 @@ CUfunction CUDADevice::load(const Compiled &k) {
 std::vector<std::shared_ptr<Program>> CUDADevice::compileAll(const std::vector<LazyOpRef> &asts) {
   std::vector<std::shared_ptr<Program>> out(asts.size());
   std::vector<size_t> todo;
-  bool noopt = config().noopt;
+  const CompileOptions opts = CompileOptions::fromConfig();
+  bool noopt = opts.noopt;
   {
     std::lock_guard lock(mu);
     for (size_t i = 0; i < asts.size(); ++i) {
@@ -335,7 +336,7 @@ std::vector<std::shared_ptr<Program>> CUDADevice::compileAll(const std::vector<L
   std::vector<Compiled> results(unique.size());
   std::vector<std::function<void()>> tasks;
   for (size_t u = 0; u < unique.size(); ++u)
-    tasks.push_back([&, u] { results[u] = compilePTX(asts[unique[u]], true); });
+    tasks.push_back([&, u] { results[u] = compilePTX(asts[unique[u]], opts, true); });
   ThreadPool::global().runAll(tasks);
 
   std::lock_guard lock(mu);
@@ -343,7 +344,7 @@ std::vector<std::shared_ptr<Program>> CUDADevice::compileAll(const std::vector<L
     const LazyOpRef &ast = asts[unique[u]];
     CUfunction fn = load(results[u]);
     if (!fn) {
-      results[u] = compilePTX(ast, false);
+      results[u] = compilePTX(ast, opts, false);
       fn = load(results[u]);
     }
     auto prg = std::make_shared<CUDAProgram>(c, name(), ast, results[u].sig, fn, results[u].seconds,

@@ -255,10 +255,10 @@ void emitPtx(DumpContext &ctx) {
   TargetSpec target = ptxTarget(ctx);
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
-    KernelSignature sig = describeKernel(ast, target, {});
+    KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
     ctx.out << "// kernel " << k++ << " " << sig.name << " grid=" << shapeText(sig.globalSize)
             << " block=" << shapeText(sig.localSize) << " shared=" << sig.sharedBytes << "\n"
-            << emitKernelText(ast, target, {}, IRStage::Asm);
+            << emitKernelText(ast, target, CompileOptions::fromConfig(), IRStage::Asm);
   }
 }
 
@@ -283,14 +283,14 @@ void emitKernel(DumpContext &ctx) {
   TargetSpec target = codegenTarget(ctx);
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
-    KernelSignature sig = describeKernel(ast, target, {});
+    KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
     ctx.out << "# kernel " << k++ << "\n" << sig.kernelSummary << "\n";
     if (target.kind == TargetSpec::Kind::NVPTX)
       ctx.out << "  launch grid=" << shapeText(sig.globalSize)
               << " block=" << shapeText(sig.localSize) << " shared=" << sig.sharedBytes << "\n";
     else {
       // CPU: the outermost loop is split across the thread pool
-      Kernel kern = buildKernel(ast, target, {});
+      Kernel kern = buildKernel(ast, target, CompileOptions::fromConfig());
       SInt outer = kern.firstReduce() > 0 ? kern.fullShape()[0] : SInt(1);
       ctx.out << "  launch outer_range=" << outer.render()
               << " threads=" << ThreadPool::global().size() << "\n";
@@ -302,11 +302,11 @@ void emitIR(DumpContext &ctx, IRStage stage) {
   TargetSpec target = codegenTarget(ctx);
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
-    KernelSignature sig = describeKernel(ast, target, {});
+    KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
     const char *comment =
         stage == IRStage::Asm ? (target.kind == TargetSpec::Kind::NVPTX ? "//" : "#") : ";";
     ctx.out << comment << " kernel " << k++ << " " << sig.name << "\n"
-            << emitKernelText(ast, target, {}, stage);
+            << emitKernelText(ast, target, CompileOptions::fromConfig(), stage);
   }
 }
 

@@ -1,6 +1,7 @@
 // KernelRunner: the object code of compileToObject loaded by a private ORC LLJIT (one JITDylib per
 // run, so one AST may be compiled many times) and called through the CPU kernel ABI.
 #include "KernelRunner.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -44,7 +45,10 @@ KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, ui
                            const std::vector<int64_t> *sizesOverride) {
   TargetSpec target = TargetSpec::host();
   KernelSignature sig;
-  std::vector<uint8_t> obj = compileToObject(ast, target, opts, &sig);
+  // the sanitizer stage sets LAZYJIT_BOUNDS: every kernel the tests run is then checked too
+  CompileOptions o = opts;
+  o.bounds = o.bounds || config().bounds;
+  std::vector<uint8_t> obj = compileToObject(ast, target, o, &sig);
   LAZYJIT_INTERNAL_CHECK(sig.vars.empty(), "KernelRunner: kernels with variables are not supported");
 
   auto &es = impl->jit->getExecutionSession();

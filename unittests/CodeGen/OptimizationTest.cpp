@@ -31,7 +31,7 @@ std::vector<float> runWith(bool noopt, const std::function<Tensor()> &build, std
   if (opts)
     for (const auto &si : schedule(t.lazydata()))
       if (si.isKernel()) {
-        auto sig = describeKernel(si.ast, TargetSpec::host(), {});
+        auto sig = describeKernel(si.ast, TargetSpec::host(), CompileOptions::fromConfig());
         opts->insert(opts->end(), sig.opts.begin(), sig.opts.end());
       }
   return t.toVector<float>();
@@ -106,7 +106,7 @@ TEST_CASE("CPU optimizations: a matmul kernel is tiled and its options are repor
   Tensor a = Tensor::empty({256, 256}), b = Tensor::empty({256, 256});
   auto sched = schedule(a.matmul(b).lazydata());
   REQUIRE(sched.back().isKernel());
-  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), {});
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
   REQUIRE(sig.opts.size() >= 2);
   CHECK(sig.opts[0].op == OptOp::Upcast);
   CHECK(sig.opts[1].op == OptOp::Upcast);
@@ -133,9 +133,9 @@ TEST_CASE("CPU optimizations: large element-wise outputs are written with stream
 
   auto sched = schedule(build().lazydata());
   REQUIRE(sched.back().isKernel());
-  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), {});
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
   CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
-  std::string ir = emitKernelText(sched.back().ast, TargetSpec::host(), {}, IRStage::LLVM);
+  std::string ir = emitKernelText(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig(), IRStage::LLVM);
   CHECK(ir.find("!nontemporal") != std::string::npos);
   CHECK(ir.find("align 64, !nontemporal") != std::string::npos);
   CHECK(ir.find("sfence") != std::string::npos);
@@ -143,12 +143,12 @@ TEST_CASE("CPU optimizations: large element-wise outputs are written with stream
   // below the threshold, or without whole cache lines per vector, the stores stay ordinary
   Tensor small = rnd({4096}, 14);
   auto smallSched = schedule(small.mul(2.0).lazydata());
-  KernelSignature smallSig = describeKernel(smallSched.back().ast, TargetSpec::host(), {});
+  KernelSignature smallSig = describeKernel(smallSched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
   CHECK(smallSig.kernelSummary.find("stores streaming") == std::string::npos);
   Tensor odd = rnd({n + 8}, 15);
   auto oddBuild = [&] { return odd.mul(3.0).add(1.0); };
   auto oddSched = schedule(oddBuild().lazydata());
-  KernelSignature oddSig = describeKernel(oddSched.back().ast, TargetSpec::host(), {});
+  KernelSignature oddSig = describeKernel(oddSched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
   CHECK(oddSig.kernelSummary.find("stores streaming") == std::string::npos);
   std::vector<float> oddRef = runWith(true, oddBuild, nullptr), oddOpt = runWith(false, oddBuild, nullptr);
   CHECK(oddRef == oddOpt);
@@ -168,14 +168,14 @@ TEST_CASE("CPU optimizations: streaming kernels with exp2/log2/sin call glibc's 
 
   auto sched = schedule(build().lazydata());
   REQUIRE(sched.back().isKernel());
-  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), {});
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
   CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
 
   // AVX-512: one 16-lane call per function; AVX2: the 16 lanes of a cache line in two 8-lane calls
   TargetSpec skx = TargetSpec::host();
   skx.cpu = "skylake-avx512";
   skx.features = "+avx2,+fma,+f16c,+avx512f,+avx512vl,+avx512bw,+avx512dq";
-  std::string zmm = emitKernelText(sched.back().ast, skx, {}, IRStage::LLVM);
+  std::string zmm = emitKernelText(sched.back().ast, skx, CompileOptions::fromConfig(), IRStage::LLVM);
   auto count = [](const std::string &text, const std::string &what) {
     size_t n = 0;
     for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
@@ -187,8 +187,30 @@ TEST_CASE("CPU optimizations: streaming kernels with exp2/log2/sin call glibc's 
   TargetSpec hsw = TargetSpec::host();
   hsw.cpu = "haswell";
   hsw.features = "+avx2,+fma,+f16c";
-  std::string ymm = emitKernelText(sched.back().ast, hsw, {}, IRStage::LLVM);
+  std::string ymm = emitKernelText(sched.back().ast, hsw, CompileOptions::fromConfig(), IRStage::LLVM);
   CHECK(count(ymm, "@_ZGVdN8v_exp2f(<8 x float> %") == 2);
   CHECK(count(ymm, "@_ZGVdN8v_sinf(<8 x float> %") == 2);
   CHECK(ymm.find("!nontemporal") != std::string::npos);
+}
+
+TEST_CASE("CPU optimizations: CodeGen follows the options it is given, not the configuration") {
+  Tensor a = Tensor::empty({256, 256}), b = Tensor::empty({256, 256});
+  auto sched = schedule(a.matmul(b).lazydata());
+  REQUIRE(sched.back().isKernel());
+  Config c = config();
+  c.noopt = true;
+  c.bounds = true;
+  ScopedConfig scope(c);
+  // the configuration reaches CodeGen only through CompileOptions::fromConfig
+  CompileOptions fromConfig = CompileOptions::fromConfig();
+  CHECK(fromConfig.noopt);
+  CHECK(fromConfig.bounds);
+  KernelSignature configured = describeKernel(sched.back().ast, TargetSpec::host(), fromConfig);
+  CHECK(configured.opts.empty());
+  CHECK(configured.boundsChecked);
+  // explicit options win over NOOPT and LAZYJIT_BOUNDS set in the configuration
+  KernelSignature explicitOpts = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions{});
+  CHECK_FALSE(explicitOpts.opts.empty());
+  CHECK_FALSE(explicitOpts.boundsChecked);
+  CHECK(explicitOpts.symbol != configured.symbol);
 }

@@ -179,7 +179,7 @@ TEST_CASE("CPU heuristics: the CNN's training kernels equal NOOPT and stay insid
         KernelRun got = runner.run(si.ast, {}, 11);
         checkSame(runner.run(si.ast, noopt, 11), got);
         for (const auto &o : got.applied) padded = padded || o.op == OptOp::PadTo;
-        Kernel k = buildKernel(si.ast, TargetSpec::host(), {});
+        Kernel k = buildKernel(si.ast, TargetSpec::host(), CompileOptions::fromConfig());
         gathered = gathered || (k.upcasted > 0 && kernelName(*si.ast).find("_6_6") != std::string::npos &&
                                 kernelName(*si.ast).rfind("r_3_32_24_24", 0) == 0);
       }

@@ -47,9 +47,13 @@ struct CompileOptions {
   /// CPU: check every load and store index at run time against its buffer's size (also on with
   /// LAZYJIT_BOUNDS). A kernel that would leave a buffer stops and the runtime reports it.
   bool bounds = false;
+
+  /// What the configuration asks for (NOOPT, LAZYJIT_BOUNDS). CodeGen itself reads only the
+  /// options it is given; the runtime and the tools build them here, once per compile batch.
+  static CompileOptions fromConfig();
 };
 
-/// Whether kernels compiled with `o` for a CPU check their accesses (`o.bounds` or LAZYJIT_BOUNDS).
+/// Whether kernels compiled with `o` for a CPU check their accesses (`o.bounds`).
 bool boundsChecking(const CompileOptions &o);
 
 /// What a compiled kernel looks like from outside; recomputable from the AST at any time.
