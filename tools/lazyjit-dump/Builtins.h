@@ -14,6 +14,13 @@ Value callTensorMethod(Tensor &&self, const std::string &name, CallArgs &args);
 Value getTensorProperty(Tensor &&self, const std::string &name);
 /// Takes the keyword-only `dtype=` and `device=` arguments of creation functions.
 TensorOptions tensorOptions(CallArgs &args);
+/// A tensor's subscript `x[a, b]` as the list of its items: `x[(a, b)]` is `x[a, b]`, and a list
+/// that is not all ints is an index list too (the reference's __getitem__); a list of ints stays
+/// one integer-tensor index. Shared by the subscript syntax and `x.__getitem__(index)`.
+void spreadIndexSequence(std::vector<Value> &items);
+/// The Tensor indices of subscript items: slices, ints, None, ..., tensors, (nested) int lists
+/// (an int32 tensor on `device`).
+std::vector<Index> tensorIndices(const std::vector<Value> &items, const std::string &device);
 
 // ---- shared by the nn builtins (NNBuiltins.cpp) and the optim/state ones (OptimStateBuiltins.cpp)
 

@@ -1,5 +1,6 @@
 // Statement execution and expression evaluation, with Python's evaluation order (receiver first,
 // then arguments left to right); the operators themselves are in ScriptOperators.cpp.
+#include "Builtins.h"
 #include "ScriptEval.h"
 #include "ToolError.h"
 
@@ -7,7 +8,6 @@
 #include "lazyjit/Support/Error.h"
 
 #include <cmath>
-#include <functional>
 #include <ostream>
 
 namespace lazyjit::script {
@@ -40,28 +40,6 @@ template <typename F> auto Evaluator::located(Loc loc, F &&f) -> decltype(f()) {
 // ---- subscripts --------------------------------------------------------------------------------
 
 namespace {
-
-// Tensor(list, dtype=dtypes.int32, requires_grad=False) for a (nested) list inside an index.
-Tensor intIndexTensor(const Value &v, const std::string &device) {
-  std::vector<double> flat;
-  std::vector<int64_t> shape;
-  std::function<void(const Value &, size_t)> walk = [&](const Value &x, size_t depth) {
-    if (!x.is<SeqV>()) {
-      if (depth != shape.size()) throw Error("an index list is ragged");
-      flat.push_back(static_cast<double>(toInt(x, "an index in a list")));
-      return;
-    }
-    const auto &items = x.as<SeqV>().items;
-    if (depth == shape.size())
-      shape.push_back(static_cast<int64_t>(items.size()));
-    else if (shape[depth] != static_cast<int64_t>(items.size()))
-      throw Error("an index list is ragged");
-    for (const auto &y : items) walk(y, depth + 1);
-  };
-  walk(v, 0);
-  Shape s(shape.begin(), shape.end());
-  return Tensor::fromValues(flat, s, {dtypes::int32, device, false});
-}
 
 std::optional<int64_t> sliceBound(const Value &v, const char *what) {
   if (v.is<NoneV>()) return std::nullopt;
@@ -361,18 +339,7 @@ Value Evaluator::evalSubscript(const Expr &e) {
       items.push_back(eval(it));
     }
   }
-  // a[(0, 1)] is a[0, 1]; a list that is not all ints is an index list too (the reference's
-  // __getitem__); a list of ints is one integer-tensor index
-  auto allInts = [](const Value &v) {
-    for (const auto &x : v.as<SeqV>().items)
-      if (!x.is<int64_t>()) return false;
-    return true;
-  };
-  if (items.size() == 1 && items[0].is<SeqV>() && !obj.is<SeqV>() && !obj.is<DictV>() &&
-      (!items[0].as<SeqV>().isList || !allInts(items[0]))) {
-    auto inner = std::move(items[0].as<SeqV>().items);
-    items = std::move(inner);
-  }
+  if (!obj.is<SeqV>() && !obj.is<DictV>()) spreadIndexSequence(items);
   return located(e.loc, [&]() -> Value {
     if (obj.is<SeqV>()) {
       auto &seq = obj.as<SeqV>().items;
@@ -408,31 +375,7 @@ Value Evaluator::evalSubscript(const Expr &e) {
     Tensor t = std::move(obj.as<Tensor>());
     if (items.size() == 1 && items[0].is<Tensor>())
       return std::move(t).getitem(std::move(items[0].as<Tensor>()));
-    std::vector<Index> idx;
-    for (const auto &it : items) {
-      if (it.is<SliceV>()) {
-        const SliceV &s = it.as<SliceV>();
-        int64_t step = s.step.value_or(1);
-        if (step == 0) throw Error("slice step cannot be zero");
-        idx.push_back(Index::range(s.start, s.stop, step));
-      } else if (it.is<NoneV>()) {
-        idx.push_back(Index::newAxis());
-      } else if (it.is<EllipsisV>()) {
-        idx.push_back(Index::ellipsis());
-      } else if (it.is<int64_t>() || it.is<bool>()) {
-        idx.push_back(Index::at(toInt(it, "index")));
-      } else if (it.is<Tensor>()) {
-        idx.push_back(Index::of(it.as<Tensor>()));
-      } else if (it.is<SeqV>()) {
-        // a list or tuple inside the index: an int32 tensor of its values
-        idx.push_back(Index::of(intIndexTensor(it, t.device())));
-      } else {
-        throw Error(fmt::format("a Tensor index must be an int, a slice, None, ..., a Tensor or a "
-                                "list of ints, got {}",
-                                typeName(it)));
-      }
-    }
-    return std::move(t).getitem(idx);
+    return std::move(t).getitem(tensorIndices(items, t.device()));
   });
 }
 

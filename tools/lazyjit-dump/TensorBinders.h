@@ -63,8 +63,6 @@ std::vector<std::optional<SIntPair>> padArg(Value v, std::string_view what);
 Value fromSInt(const SInt &x);
 /// x.sequential(ll): each callable of the list applied in order.
 Value sequential(Tensor &&self, CallArgs &a);
-/// x.__getitem__(index): an int, None, ..., an integer tensor, a list of ints or a tuple of those.
-std::vector<Index> indexArg(Value v);
 
 // ---- binders derived from the parameter list ----------------------------------------------------
 

@@ -6,9 +6,79 @@
 
 #include "lazyjit/Support/Error.h"
 
+#include <functional>
 #include <map>
 
 namespace lazyjit::script {
+
+// ---- subscripts (x[...] and x.__getitem__) -------------------------------------------------------
+
+namespace {
+
+// Tensor(list, dtype=dtypes.int32, requires_grad=False) for a (nested) list inside an index.
+Tensor intIndexTensor(const Value &v, const std::string &device) {
+  std::vector<double> flat;
+  std::vector<int64_t> shape;
+  std::function<void(const Value &, size_t)> walk = [&](const Value &x, size_t depth) {
+    if (!x.is<SeqV>()) {
+      if (depth != shape.size()) throw Error("an index list is ragged");
+      flat.push_back(static_cast<double>(toInt(x, "an index in a list")));
+      return;
+    }
+    const auto &items = x.as<SeqV>().items;
+    if (depth == shape.size())
+      shape.push_back(static_cast<int64_t>(items.size()));
+    else if (shape[depth] != static_cast<int64_t>(items.size()))
+      throw Error("an index list is ragged");
+    for (const auto &y : items) walk(y, depth + 1);
+  };
+  walk(v, 0);
+  Shape s(shape.begin(), shape.end());
+  return Tensor::fromValues(flat, s, {dtypes::int32, device, false});
+}
+
+} // namespace
+
+void spreadIndexSequence(std::vector<Value> &items) {
+  auto allInts = [](const Value &v) {
+    for (const auto &x : v.as<SeqV>().items)
+      if (!x.is<int64_t>()) return false;
+    return true;
+  };
+  if (items.size() == 1 && items[0].is<SeqV>() &&
+      (!items[0].as<SeqV>().isList || !allInts(items[0]))) {
+    auto inner = std::move(items[0].as<SeqV>().items);
+    items = std::move(inner);
+  }
+}
+
+std::vector<Index> tensorIndices(const std::vector<Value> &items, const std::string &device) {
+  std::vector<Index> idx;
+  for (const auto &it : items) {
+    if (it.is<SliceV>()) {
+      const SliceV &s = it.as<SliceV>();
+      int64_t step = s.step.value_or(1);
+      if (step == 0) throw Error("slice step cannot be zero");
+      idx.push_back(Index::range(s.start, s.stop, step));
+    } else if (it.is<NoneV>()) {
+      idx.push_back(Index::newAxis());
+    } else if (it.is<EllipsisV>()) {
+      idx.push_back(Index::ellipsis());
+    } else if (it.is<int64_t>() || it.is<bool>()) {
+      idx.push_back(Index::at(toInt(it, "index")));
+    } else if (it.is<Tensor>()) {
+      idx.push_back(Index::of(it.as<Tensor>()));
+    } else if (it.is<SeqV>()) {
+      // a list or tuple inside the index: an int32 tensor of its values
+      idx.push_back(Index::of(intIndexTensor(it, device)));
+    } else {
+      throw Error(fmt::format("a Tensor index must be an int, a slice, None, ..., a Tensor or a "
+                              "list of ints, got {}",
+                              typeName(it)));
+    }
+  }
+  return idx;
+}
 
 namespace binders {
 
@@ -45,30 +115,6 @@ Value sequential(Tensor &&self, CallArgs &a) {
   return x;
 }
 
-std::vector<Index> indexArg(Value v) {
-  std::vector<Value> items;
-  if (v.is<SeqV>() && !v.as<SeqV>().isList) items = std::move(v.as<SeqV>().items);
-  else items.push_back(std::move(v));
-  std::vector<Index> idx;
-  for (auto &it : items) {
-    if (it.is<NoneV>()) {
-      idx.push_back(Index::newAxis());
-    } else if (it.is<EllipsisV>()) {
-      idx.push_back(Index::ellipsis());
-    } else if (it.is<int64_t>() || it.is<bool>()) {
-      idx.push_back(Index::at(toInt(it, "index")));
-    } else if (it.is<Tensor>()) {
-      idx.push_back(Index::of(it.as<Tensor>()));
-    } else if (it.is<SeqV>()) {
-      idx.push_back(Index::of(toInts(it, "index")));
-    } else {
-      throw Error(fmt::format("__getitem__(): an index must be an int, None, ..., a Tensor or a "
-                              "list of ints, got {}",
-                              typeName(it)));
-    }
-  }
-  return idx;
-}
 
 // ---- custom binders -----------------------------------------------------------------------------
 
@@ -99,11 +145,14 @@ template <class Call> Value Expand::bind(Tensor &, CallArgs &a, Call call) {
   a.finish();
   return call(toShape(dims, "shape"));
 }
-template <class Call> Value GetItem::bind(Tensor &, CallArgs &a, Call call) {
-  auto v = a.need(0, "indices");
+template <class Call> Value GetItem::bind(Tensor &self, CallArgs &a, Call call) {
+  // x.__getitem__(v) is x[v]
+  std::vector<Value> items;
+  items.push_back(a.need(0, "indices"));
   a.finish();
-  if (v.is<Tensor>()) return call(std::move(v.as<Tensor>()));
-  return call(indexArg(std::move(v)));
+  spreadIndexSequence(items);
+  if (items.size() == 1 && items[0].is<Tensor>()) return call(std::move(items[0].as<Tensor>()));
+  return call(tensorIndices(items, self.device()));
 }
 template <class Call> Value Gather::bind(Tensor &, CallArgs &a, Call call) {
   auto idx = toTensor(a.need(0, "idx"), "idx");

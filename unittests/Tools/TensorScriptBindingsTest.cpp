@@ -70,3 +70,23 @@ TEST_CASE("TensorScriptBindings: a binding rejects arguments the method does not
   CHECK_THROWS_WITH(call(x, "softmax", {}, {{"dim", Value(int64_t{0})}}),
                     doctest::Contains("dim"));
 }
+
+TEST_CASE("TensorScriptBindings: x.__getitem__(v) indexes as x[v] does") {
+  Tensor x = Tensor::fromValues({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto ints = [](std::vector<int64_t> v, bool isList) {
+    SeqV s{{}, isList};
+    for (int64_t i : v) s.items.emplace_back(i);
+    return Value(std::move(s));
+  };
+  // a tuple spreads over the dims: x[(1, 2)] is x[1, 2]
+  CHECK(valuesOf(call(x, "__getitem__", {ints({1, 2}, false)})) == std::vector<float>{6});
+  // a list of ints is one integer-tensor index on the first dim
+  CHECK(valuesOf(call(x, "__getitem__", {ints({1, 0}, true)})) == std::vector<float>{4, 5, 6, 1, 2, 3});
+  // a list that is not all ints spreads too: x[[[1], [0]]] is x[[1], [0]], one index list per dim
+  SeqV nested{{ints({1}, true), ints({0}, true)}, true};
+  Tensor picked = call(x, "__getitem__", {Value(nested)}).as<Tensor>();
+  CHECK(picked.intShape() == std::vector<int64_t>{1});
+  CHECK(valuesOf(picked) == std::vector<float>{4});
+  CHECK_THROWS_WITH(call(x, "__getitem__", {Value(std::string("a"))}),
+                    doctest::Contains("a Tensor index must be an int, a slice, None, ..., a Tensor or a list of ints, got str"));
+}
