@@ -116,8 +116,10 @@ int main(int argc, char **argv) {
 #endif
     if (gpu) skipped.push_back("Eigen and OpenBLAS (CPU peers; the GPU run compares with the device copy ceiling only)");
 
-    std::printf("lazyjit-bench  device=%s  threads=%d  cpu=%s  OPENBLAS_CORETYPE=%s  LLVM %s\n", device.c_str(),
-                threads, cpuName().c_str(), coretype ? coretype : "(unset)", llvmVersionString().c_str());
+    std::printf("lazyjit-bench  device=%s  threads=%d  cpu=%s  OPENBLAS_CORETYPE=%s  LLVM %s  OPT=%d (rows "
+                "suffixed -opt5: OPT=5)\n",
+                device.c_str(), threads, cpuName().c_str(), coretype ? coretype : "(unset)",
+                llvmVersionString().c_str(), config().opt);
     for (const auto &s : skipped) std::printf("skipped peer: %s\n", s.c_str());
 
     std::vector<Result> results;
@@ -140,15 +142,37 @@ int main(int argc, char **argv) {
 
     if (enabled("W1")) results.push_back(benchW1(sz, device, gpu));
     if (enabled("W2")) results.push_back(benchW2(sz, device, gpu, readRate));
-    if (enabled("W3")) results.push_back(benchW3(sz, device, gpu));
-    if (enabled("W4")) results.push_back(benchW4(sz, device, gpu));
+    // rows measured at OPT=5 (row fusion) beside the default level's, ids suffixed "-opt5"
+    auto atOpt5 = [&](const std::function<Result()> &f) {
+      Config c = config();
+      c.opt = 5;
+      ScopedConfig scope(c);
+      Result r = f();
+      r.id += "-opt5";
+      r.name += " (OPT=5)";
+      return r;
+    };
+    if (enabled("W3")) {
+      results.push_back(benchW3(sz, device, gpu));
+      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW3(sz, device, gpu); }));
+    }
+    if (enabled("W4")) {
+      results.push_back(benchW4(sz, device, gpu));
+      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW4(sz, device, gpu); }));
+    }
     if (!gpu && enabled("W5a")) results.push_back(benchW5("W5a", sz.n5a, device, gpu));
     if (enabled("W5b")) results.push_back(benchW5("W5b", sz.n5b, device, gpu));
     if (enabled("W6")) results.push_back(benchW6(sz, device, gpu));
     if (enabled("W7")) results.push_back(benchW7(sz, device, gpu));
     // the training steps, against libtorch's (same process, same thread count)
-    if (enabled("W10")) results.push_back(benchW10(512, device));
-    if (enabled("W11")) results.push_back(benchW11(gpu ? 4096 : 256, device));
+    if (enabled("W10")) {
+      results.push_back(benchW10(512, device));
+      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW10(512, device); }));
+    }
+    if (enabled("W11")) {
+      results.push_back(benchW11(gpu ? 4096 : 256, device));
+      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW11(gpu ? 4096 : 256, device); }));
+    }
     if (enabled("W9d")) results.push_back(benchW9d(device));
     if (enabled("W9a")) results.push_back(benchW9a(device));
     if (enabled("W9b"))

@@ -235,6 +235,8 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
     ko.localMax = {1024, 1024, 64};
   }
   Kernel k(ast, ko);
+  LAZYJIT_USER_CHECK(!k.rowKernel || target.kind == TargetSpec::Kind::CPU, UnsupportedError,
+                     "codegen: {} is a row kernel (OPT=5), which only the CPU lowering supports", k.name());
   k.boundsCheck = checksBounds(opts, target);
   if (noOptimizations(opts)) return k;
   if (opts.applyOpts)
@@ -257,7 +259,8 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
   std::string axes;
   int fr = k.firstReduce(), n = static_cast<int>(k.shapeLen());
   for (int a = 0; a < n; ++a) {
-    const char *kind = a < fr - k.localDims                                   ? "global"
+    const char *kind = k.rowKernel                                            ? (a < k.rowStart ? "global" : "row")
+                       : a < fr - k.localDims                                 ? "global"
                        : a < fr                                               ? "local"
                        : a < fr + static_cast<int>(k.groupForReduce.size())  ? "group"
                        : a < n - k.upcasted                                   ? "reduce"

@@ -18,8 +18,12 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
   LAZYJIT_USER_CHECK(ast->op == Op::Store, Error, "kernels must have a STORE as the output, got {}",
                      opName(ast->op));
   auto ops = ast->lazyops();
+  const LazyOp *expand = nullptr;
+  for (const LazyOp *x : ops)
+    if (x->op == Op::Expand && !expand) expand = x;
+  rowKernel = expand != nullptr;
   for (const LazyOp *x : ops) {
-    if (isReduceOp(x->op)) {
+    if (isReduceOp(x->op) && !rowKernel) {
       LAZYJIT_USER_CHECK(!reduceop || *reduceop == *x, Error, "max one reduce op in an AST");
       if (!reduceop) reduceop = x;
     }
@@ -48,10 +52,13 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
                        "kernel: buffer {} has rank {} but the output has rank {}", i,
                        sts[i].shape().size(), sts[0].shape().size());
 
-  // move all reduce axes to the end
+  // move all reduce axes to the end (a row kernel: its row axes)
   std::vector<int64_t> keep, red;
+  const Shape &rowShape = rowKernel ? getLazyOpInfo(*expand->src[0].op).shape : fullShape();
   for (size_t i = 0; i < shapeLen(); ++i)
-    (pyEq(fullShape()[i], outputShape()[i]) ? keep : red).push_back(static_cast<int64_t>(i));
+    (pyEq(fullShape()[i], outputShape()[i]) && pyEq(fullShape()[i], rowShape[i]) ? keep : red)
+        .push_back(static_cast<int64_t>(i));
+  rowStart = static_cast<int>(keep.size());
   keep.insert(keep.end(), red.begin(), red.end());
   reshapeAndPermute(nullptr, &keep);
 
@@ -67,7 +74,7 @@ int Kernel::firstReduce() const {
 }
 
 std::string Kernel::name() const {
-  std::string n = reduceop ? "r_" : "E_";
+  std::string n = reduceop || rowKernel ? "r_" : "E_";
   const Shape &fs = fullShape();
   for (size_t i = 0; i < fs.size(); ++i) {
     if (i) n += "_";
@@ -136,6 +143,7 @@ bool Kernel::simplifyOnes() {
     if (allOnes[i]) --localDims;
   for (size_t i = shapeLen() - upcasted; i < shapeLen(); ++i)
     if (allOnes[i]) --upcasted;
+  rowStart -= static_cast<int>(std::count(allOnes.begin(), allOnes.begin() + std::min<size_t>(rowStart, allOnes.size()), true));
   reshapeAndPermute(
       [&](const Shape &shape) {
         Shape out;
@@ -158,8 +166,9 @@ void Kernel::simplifyMergeAdjacent() {
   int fr = firstReduce();
   std::vector<std::vector<std::pair<SInt, std::optional<SInt>>>> rets(shapes.size());
   for (size_t j = 0; j < shapes.size(); ++j) rets[j].emplace_back(shapes[j][0], strides[j][0]);
+  int newRowStart = rowStart > 0 ? 1 : 0;
   for (size_t i = 1; i < shapes[0].size(); ++i) {
-    bool mergeable = static_cast<int>(i) != fr;
+    bool mergeable = static_cast<int>(i) != fr && !(rowKernel && static_cast<int>(i) == rowStart);
     for (size_t j = 0; j < shapes.size() && mergeable; ++j) {
       const auto &st = strides[j][i];
       const auto &prev = rets[j].back().second;
@@ -171,7 +180,9 @@ void Kernel::simplifyMergeAdjacent() {
       if (mergeable) rets[j].back() = {rets[j].back().first * shapes[j][i], strides[j][i]};
       else rets[j].emplace_back(shapes[j][i], strides[j][i]);
     }
+    if (!mergeable && static_cast<int>(i) < rowStart) ++newRowStart;
   }
+  rowStart = newRowStart;
   for (size_t j = 0; j < sts.size(); ++j) {
     Shape ns;
     for (const auto &p : rets[j]) ns.push_back(p.first);
@@ -180,6 +191,8 @@ void Kernel::simplifyMergeAdjacent() {
 }
 
 void Kernel::applyOpt(const Opt &opt) {
+  LAZYJIT_USER_CHECK(!rowKernel, UnsupportedError, "opt {}: {} is a row kernel (OPT=5), which takes no OptOps",
+                     opt.str(), name());
   int fr = firstReduce();
   if (opt.op == OptOp::Swap) {
     LAZYJIT_USER_CHECK(opt.axis >= 0 && opt.amt >= 0 && opt.axis < fr - localDims && opt.amt < fr - localDims,
@@ -340,6 +353,7 @@ void Kernel::padTo(int64_t axis, int64_t amt) {
 }
 
 void Kernel::handCodedOptimizations() {
+  if (rowKernel) return; // the lowering plans a row kernel's passes itself
   if (opts.hasLocal)
     applyGPUHeuristics(*this);
   else

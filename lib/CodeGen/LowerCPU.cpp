@@ -209,7 +209,7 @@ void CPULowerer::emitRangeFunction(const std::string &symbol) {
     varValues[*vars[i]->expr] =
         rb.CreateAlignedLoad(rb.getInt64Ty(), rb.CreateConstInBoundsGEP1_64(rb.getInt64Ty(), rf->getArg(0), i), Align(8));
   Value *extent;
-  if (k.firstReduce() == 0) {
+  if (k.rowKernel ? k.rowStart == 0 : k.firstReduce() == 0) {
     extent = rb.getInt64(1);
   } else {
     IRBuilderBase::InsertPointGuard guard(b);
@@ -269,7 +269,8 @@ Function *CPULowerer::lower(const std::string &symbol) {
 
   BasicBlock *entry = BasicBlock::Create(ctx, "entry", fn);
   b.SetInsertPoint(entry);
-  emitBody(start, end);
+  if (k.rowKernel) emitRowBody(start, end);
+  else emitBody(start, end);
   if (streamed) {
     // streaming stores are weakly ordered: make them visible before the launcher's join publishes
     // the buffer to other threads

@@ -24,6 +24,12 @@ public:
 private:
   CPUMath math;
   void emitBody(Value *start, Value *end);
+  /// A row kernel (OPT=5, LowerCPURow.cpp): per outer index, one pass over the row per reduce,
+  /// then the output row.
+  void emitRowBody(Value *start, Value *end);
+  /// The loops over the outer axes [axis, rowStart) (the first split across threads), `body` inside.
+  void outerLoops(int axis, int end, std::vector<NodeRef> &idxs, Value *start, Value *stop,
+                  const std::function<void()> &body);
   void emitRangeFunction(const std::string &symbol);
 
   // ---- vector mode: the last output-upcast axis as one LLVM vector (LowerCPUVector.cpp) ----

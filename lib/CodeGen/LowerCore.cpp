@@ -57,6 +57,11 @@ DType KernelEmitter::dtypeOf(const LazyOp &op) {
   case OpType::Ternary: dt = promote(dtypeOf(*op.src[1].op), dtypeOf(*op.src[2].op)); break;
   case OpType::Reduce: dt = dtypeOf(*op.src[0].op); break;
   case OpType::Movement:
+    if (op.op == Op::Expand) {
+      dt = dtypeOf(*op.src[0].op);
+      break;
+    }
+    [[fallthrough]];
   case OpType::Load: LAZYJIT_INTERNAL_CHECK(false, "codegen: {} in a kernel AST", opName(op.op));
   }
   return dtypeMemo[&op] = dt;
@@ -273,12 +278,55 @@ Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
   return out;
 }
 
+std::vector<const LazyOp *> KernelEmitter::rowNodes() {
+  struct Hash {
+    size_t operator()(const LazyOp *o) const { return o->hash(); }
+  };
+  struct Eq {
+    bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
+  };
+  std::unordered_map<const LazyOp *, const LazyOp *, Hash, Eq> distinct;
+  std::vector<const LazyOp *> order;
+  // post-order with an explicit stack, each node once
+  std::unordered_map<const LazyOp *, bool> visited;
+  std::vector<std::pair<const LazyOp *, size_t>> stack{{k.ast.get(), 0}};
+  visited[k.ast.get()] = true;
+  while (!stack.empty()) {
+    auto &[op, next] = stack.back();
+    if (next < op->src.size()) {
+      const LazyOp *s = op->src[next++].op.get();
+      if (visited.emplace(s, true).second) stack.emplace_back(s, 0);
+      continue;
+    }
+    const LazyOp *done = op;
+    stack.pop_back();
+    if (!isReduceOp(done->op) && done->op != Op::Expand) continue;
+    auto [it, fresh] = distinct.emplace(done, done);
+    rowCanon[done] = it->second;
+    if (fresh) order.push_back(done);
+  }
+  return order;
+}
+
+const Val *KernelEmitter::rowValue(const LazyOp &op) const {
+  auto c = rowCanon.find(&op);
+  if (c == rowCanon.end()) return nullptr;
+  auto v = rowValues.find(c->second);
+  return v == rowValues.end() ? nullptr : &v->second;
+}
+
 Val KernelEmitter::eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
   switch (opTypeOf(op.op)) {
   case OpType::Buffer: return loadLeaf(op, idxs);
   case OpType::Reduce:
+    if (const Val *v = rowValue(op)) return *v;
     LAZYJIT_INTERNAL_CHECK(acc, "codegen: reduce evaluated outside its accumulator");
     return *acc;
+  case OpType::Movement: {
+    const Val *v = rowValue(op);
+    LAZYJIT_INTERNAL_CHECK(v, "codegen: {} evaluated before its row value", opName(op.op));
+    return *v;
+  }
   default: break;
   }
   DType dt = dtypeOf(op);

@@ -97,8 +97,17 @@ protected:
   static bool nonNegative(const Node &n);
   /// Loads buffer `op` (LOAD or CONST) at per-axis indices, gated by its validity.
   Val loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
-  /// Evaluates an AST node at per-axis indices; the reduce node evaluates to `acc`.
+  /// Evaluates an AST node at per-axis indices; the reduce node evaluates to `acc`, a row kernel's
+  /// EXPAND and reduce nodes to their `rowValues`.
   Val eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
+
+  /// Row kernels (Kernel::rowKernel): the values of the current row's reduces and EXPANDs, by the
+  /// node `rowNodes` lists for them (structurally equal nodes share one value).
+  std::unordered_map<const LazyOp *, Val> rowValues;
+  std::unordered_map<const LazyOp *, const LazyOp *> rowCanon;
+  /// The distinct reduce and EXPAND nodes of a row kernel, each after the ones it reads.
+  std::vector<const LazyOp *> rowNodes();
+  const Val *rowValue(const LazyOp &op) const;
   /// Emits `for iv in [lo, hi)` (iv of lo's type) carrying `carried`; `body` returns their next values. Loads cached
   /// inside the body do not leak out of it.
   std::vector<Value *> loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,

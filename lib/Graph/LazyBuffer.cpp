@@ -44,10 +44,11 @@ std::vector<LazyBufferRef> WeakBufferSet::live() const {
 
 // ---- flags ------------------------------------------------------------------------------------------
 
-FusionFlags FusionFlags::current() {
-  int opt = config().opt;
-  return {opt >= 1, opt >= 1, opt >= 1, opt >= 1, opt >= 2, opt >= 2, opt >= 3, opt >= 3, opt >= 4};
+FusionFlags FusionFlags::forLevel(int opt) {
+  return {opt >= 1, opt >= 1, opt >= 1, opt >= 1, opt >= 2, opt >= 2, opt >= 3, opt >= 3, opt >= 4, opt >= 5};
 }
+
+FusionFlags FusionFlags::current() { return forLevel(config().opt); }
 
 // ---- construction -------------------------------------------------------------------------------
 

@@ -307,6 +307,12 @@ Counter &countOp(const LazyOp &ast, const std::vector<Counter *> &s, std::deque<
     c = {&ast.shapeArg(), s[0]->dtype, s[0]->consume() + prod(*s[0]->shape)};
     break;
   case OpType::Movement:
+    if (ast.op == Op::Expand && !ast.src.empty()) {
+      // a row kernel's broadcast of a row value (OPT=5): no arithmetic of its own
+      c = {&ast.shapeArg(), s[0]->dtype, s[0]->consume()};
+      break;
+    }
+    [[fallthrough]];
   case OpType::Load:
     LAZYJIT_INTERNAL_CHECK(false, "get_lazyop_info: {} is not allowed in a kernel AST",
                            opName(ast.op));

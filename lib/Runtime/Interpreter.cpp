@@ -171,6 +171,11 @@ private:
     case OpType::Ternary: dt = promote(dtypeOf(*op.src[1].op), dtypeOf(*op.src[2].op)); break;
     case OpType::Reduce: dt = dtypeOf(*op.src[0].op); break;
     case OpType::Movement:
+      if (op.op == Op::Expand) {
+        dt = dtypeOf(*op.src[0].op);
+        break;
+      }
+      [[fallthrough]];
     case OpType::Load:
       LAZYJIT_USER_CHECK(false, Error, "interpreter: {} is not allowed in a kernel AST",
                          opName(op.op));
@@ -218,6 +223,7 @@ private:
     }
     case Op::Sum:
     case Op::ReduceMax: return reduce(op, idx, dt);
+    case Op::Expand: return expand(op, idx);
     default: break;
     }
     std::vector<Value> s;
@@ -275,9 +281,25 @@ private:
     return acc;
   }
 
+  // A row kernel's EXPAND (OPT=5): its source at the index with the expanded axes at 0. The value
+  // of the last row is kept, so a row's reduces are computed once, not once per element.
+  Value expand(const LazyOp &op, const std::vector<int64_t> &idx) {
+    Shape inShape = concrete(shapeOf(*op.src[0].op));
+    std::vector<int64_t> at = idx;
+    for (size_t k = 0; k < at.size(); ++k)
+      if (inShape[k].asInt() == 1) at[k] = 0;
+    auto &[lastAt, lastValue] = expandMemo[&op];
+    if (lastAt != at) {
+      lastValue = eval(*op.src[0].op, at);
+      lastAt = at;
+    }
+    return lastValue;
+  }
+  std::unordered_map<const LazyOp *, std::pair<std::vector<int64_t>, Value>> expandMemo;
+
   Shape shapeOf(const LazyOp &op) {
     if (isBufferOp(op.op)) return op.bufferSt().shape();
-    if (isReduceOp(op.op)) return op.shapeArg();
+    if (isReduceOp(op.op) || op.op == Op::Expand) return op.shapeArg();
     return shapeOf(*op.src[0].op);
   }
 };

@@ -3,11 +3,20 @@
 #include "lazyjit/Runtime/CPUDevice.h"
 #include "lazyjit/Runtime/CUDADevice.h"
 #include "lazyjit/Runtime/Interpreter.h"
+#include "lazyjit/Schedule/Schedule.h"
 
 #include <mutex>
 
 namespace lazyjit {
 namespace {
+
+// The devices whose compilers take row kernels (OPT=5), known to the scheduler before any device
+// is created: the CPU lowering and the interpreter; the NVPTX lowering does not yet.
+[[maybe_unused]] const bool rowKernelDevicesRegistered = [] {
+  registerRowKernelDevice("CPU");
+  registerRowKernelDevice("INTERP");
+  return true;
+}();
 
 void registerBuiltinsOnce() {
   registerDeviceFactory("INTERP", makeInterpreterDevice);

@@ -24,9 +24,152 @@ LazyOpRef astReduceOps(const LazyOp &op) {
   return LazyOp::make(op.op, {src}, op.arg);
 }
 
+// ---- OPT=5: row fusion (not in the reference) ----------------------------------------------------
+//
+// An element-wise kernel of shape S that reads a broadcast of an unrealized buffer R of the row
+// shape (S with the trailing "row" axes set to 1) — softmax's max and sum, layernorm's mean and
+// inverse deviation — computes R itself instead of loading it: the leaf becomes EXPAND(tree of R)
+// where a reduce R is REDUCE(its source over S) and an element-wise R is its op over such trees.
+// Reduce sources are fused as the reference fuses them (_ast_reduceops) and may themselves read
+// broadcast row buffers (softmax's sum reads the max). Every reduce of the kernel reduces the same
+// trailing axes, so the lowering computes the row values of one outer index, inner ones first, with
+// one pass over the row each, and then the output row: each row is read once from memory.
+class RowFusion {
+public:
+  explicit RowFusion(const Shape &shape) : shape(shape) {}
+
+  /// `op` (over the kernel's shape) with every fusable broadcast leaf replaced, and every
+  /// element-wise leaf that reads such a broadcast computed here too (softmax's exp(x - max) is
+  /// read by the sum and by the division: recomputing it from the cached row is cheaper than
+  /// writing it and reading it back).
+  LazyOpRef inlineBroadcasts(const LazyOpRef &op) {
+    BufferMap m;
+    for (LazyBuffer *b : op->buffers()) {
+      if (LazyBuffer *root = broadcastRoot(b)) {
+        if (LazyOpRef e = expandOf(root)) m.emplace(b, LazySrc(e));
+      } else if (LazyOpRef t = elementwiseOf(b)) {
+        m.emplace(b, LazySrc(t));
+      }
+    }
+    return m.empty() ? op : op->mapBuffers(m);
+  }
+  bool fused() const { return !expands.empty(); }
+
+private:
+  const Shape &shape;
+  std::vector<bool> rowAxes; // empty until the first candidate decides them
+  Shape rowShape;
+  std::unordered_map<const LazyBuffer *, LazyOpRef> expands, trees, elementwise;
+  int reduces = 0;
+
+  // R if `v` is exactly R broadcast along trailing axes to the kernel's shape, R an unrealized
+  // reduce or element-wise buffer that could be computed here.
+  LazyBuffer *broadcastRoot(LazyBuffer *v) {
+    if (!v->isView() || v->shape != shape) return nullptr;
+    LazyBuffer *r = v->base();
+    if (r->isRealized() || !r->op || r->isUnrealizedConst() ||
+        (r->optype != OpType::Reduce && r->optype != OpType::Binary) || r->shape.size() != shape.size())
+      return nullptr;
+    std::vector<bool> axes(shape.size(), false);
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (!shape[i].isInt() || !r->shape[i].isInt()) return nullptr;
+      if (r->shape[i] == shape[i]) continue;
+      if (r->shape[i].asInt() != 1) return nullptr;
+      axes[i] = true;
+    }
+    // the view reads R contiguously along the kept axes and repeats it along the row axes
+    ShapeTracker st = v->st.simplify();
+    if (st.views.size() != 1) return nullptr;
+    const View &view = st.views[0];
+    Shape want = stridesForShape(r->shape);
+    if (view.mask || !pyEq(view.offset, 0)) return nullptr;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (!pyEq(view.strides[i], axes[i] ? SInt(0) : want[i])) return nullptr;
+    if (rowAxes.empty()) {
+      // the row axes must be the innermost ones (ignoring 1s), and the row not too long
+      int64_t elems = 1;
+      bool seenRow = false;
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (axes[i]) {
+          seenRow = true;
+          elems *= shape[i].asInt();
+        } else if (seenRow && shape[i].asInt() != 1) {
+          return nullptr;
+        }
+      }
+      if (!seenRow || elems > kMaxRowKernelElements) return nullptr;
+      rowAxes = axes;
+      rowShape = r->shape;
+    }
+    if (axes != rowAxes) return nullptr;
+    if (r->optype == OpType::Reduce && !reduceOverRow(r)) return nullptr;
+    return r;
+  }
+
+  // The op of `b` with its broadcasts inlined, if `b` is an unrealized element-wise buffer of the
+  // kernel's shape that reads a broadcast row value; null otherwise.
+  LazyOpRef elementwiseOf(LazyBuffer *b) {
+    if (auto it = elementwise.find(b); it != elementwise.end()) return it->second;
+    LazyOpRef t;
+    if (!b->isView() && !b->isRealized() && b->op && b->optype == OpType::Binary && b->shape == shape) {
+      bool readsRow = false;
+      for (LazyBuffer *x : b->op->buffers()) readsRow = readsRow || broadcastRoot(x) != nullptr;
+      if (readsRow) t = inlineBroadcasts(b->op);
+    }
+    elementwise.emplace(b, t);
+    return t;
+  }
+
+  // A reduce buffer from the kernel's shape to the row shape.
+  bool reduceOverRow(const LazyBuffer *r) const {
+    const LazySrc &src = r->op->src[0];
+    return r->shape == rowShape && src.isBuffer() && src.buf->shape == shape;
+  }
+
+  // EXPAND(tree of R), one node per R; null when R would take the kernel past its reduce budget.
+  LazyOpRef expandOf(LazyBuffer *r) {
+    if (auto it = expands.find(r); it != expands.end()) return it->second;
+    LazyOpRef t = treeOf(r);
+    if (!t) return nullptr;
+    LazyOpRef e = LazyOp::make(Op::Expand, {LazySrc(t)}, shape);
+    expands.emplace(r, e);
+    return e;
+  }
+
+  // The op tree computing R over the row shape, with its fusable sources inlined.
+  LazyOpRef treeOf(LazyBuffer *r) {
+    if (auto it = trees.find(r); it != trees.end()) return it->second;
+    LazyOpRef t;
+    if (r->optype == OpType::Reduce) {
+      if (reduces >= kMaxRowKernelReduces) return nullptr;
+      ++reduces;
+      t = inlineBroadcasts(astReduceOps(*r->op));
+    } else {
+      // an element-wise op over the row shape: reduces and element-wise buffers of that shape
+      // among its leaves are computed here too
+      BufferMap m;
+      for (LazyBuffer *x : r->op->buffers()) {
+        if (x->isView() || x->isRealized() || !x->op || x->isUnrealizedConst() || x->shape != rowShape) continue;
+        bool reduce = x->optype == OpType::Reduce && reduceOverRow(x);
+        if (!reduce && x->optype != OpType::Binary) continue;
+        if (LazyOpRef sub = treeOf(x)) m.emplace(x, LazySrc(sub));
+      }
+      t = m.empty() ? r->op : r->op->mapBuffers(m);
+    }
+    trees.emplace(r, t);
+    return t;
+  }
+};
+
 // _ast_binaryops: late-merges one upstream reduce (and the elementwise op above it) into the
 // elementwise kernel that consumes it.
-LazyOpRef astBinaryOps(const LazyOp &op, const Shape &shape) {
+LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::string &device) {
+  if (FusionFlags::current().rowFusion && rowKernelDevice(device)) {
+    RowFusion rows(shape);
+    LazyOpRef fused = rows.inlineBroadcasts(opRef);
+    if (rows.fused()) return fused;
+  }
+  const LazyOp &op = *opRef;
   const auto &bufs = op.buffers();
   std::vector<std::pair<const LazyBuffer *, std::optional<LazySrc>>> realSrcs;
   std::unordered_map<const LazyBuffer *, size_t> slotOf;
@@ -190,7 +333,18 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   return ScheduleItem{ast, self, std::move(baseBufs), std::move(used)};
 }
 
+std::unordered_set<std::string> &rowKernelDevices() {
+  static std::unordered_set<std::string> devices;
+  return devices;
+}
+
+std::string deviceKind(const std::string &device) { return device.substr(0, device.find(':')); }
+
 } // namespace
+
+void registerRowKernelDevice(const std::string &device) { rowKernelDevices().insert(deviceKind(device)); }
+
+bool rowKernelDevice(const std::string &device) { return rowKernelDevices().count(deviceKind(device)) != 0; }
 
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
   // The reference's recursion (schedule the sources, then this buffer) with an explicit stack:
@@ -210,7 +364,7 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
     }
     LazyOpRef op = b->op;
     if (b->optype == OpType::Binary)
-      op = astBinaryOps(*op, b->shape);
+      op = astBinaryOps(op, b->shape, b->device);
     else if (b->optype == OpType::Reduce)
       op = astReduceOps(*op);
     stack.push_back(Frame{std::move(b), std::move(op)});

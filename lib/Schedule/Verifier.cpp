@@ -29,8 +29,13 @@ public:
   void run(const LazyOp &root) {
     if (root.op != Op::Store)
       reject(fmt::format("the root must be BufferOps.STORE, got {}", opName(root.op)));
-    shapeOf(root, true);
+    const Shape &full = shapeOf(root, true);
     if (rank < 0) reject("the AST has no ShapeTracker");
+    if (expands.empty()) {
+      if (reduces.size() > 1) reject("a kernel has at most one reduce, this one has two");
+    } else {
+      checkRowKernel(full);
+    }
     // dense LOAD indices
     int expect = 1;
     for (const auto &[idx, dt] : loads) {
@@ -43,7 +48,7 @@ public:
 
 private:
   std::unordered_map<const LazyOp *, Shape> memo;
-  std::vector<const LazyOp *> reduces;
+  std::vector<const LazyOp *> reduces, expands;
   std::map<int, DType> loads;
   int rank = -1;
 
@@ -75,7 +80,8 @@ private:
     std::string name(opName(op.op));
     for (const auto &s : op.src)
       if (s.isBuffer()) reject(fmt::format("{} has a LazyBuffer source", name));
-    if (isMovementOp(op.op)) reject(fmt::format("movement op {} inside a kernel AST", name));
+    if (isMovementOp(op.op) && op.op != Op::Expand)
+      reject(fmt::format("movement op {} inside a kernel AST", name));
     if (isLoadOp(op.op)) reject(fmt::format("{} inside a kernel AST", name));
     if (op.op == Op::Store && !isRoot)
       reject("BufferOps.STORE must be the root and appear only once");
@@ -125,7 +131,18 @@ private:
       bool dup = false;
       for (const LazyOp *r : reduces) dup = dup || *r == op;
       if (!dup) reduces.push_back(&op);
-      if (reduces.size() > 1) reject("a kernel has at most one reduce, this one has two");
+      shape = *out;
+    } else if (op.op == Op::Expand) {
+      const auto *out = std::get_if<Shape>(&op.arg);
+      if (!out) reject("MovementOps.EXPAND needs its output shape as argument");
+      const Shape &in = srcShapes[0];
+      if (out->size() != in.size())
+        reject(fmt::format("MovementOps.EXPAND of {} to {}: the ranks differ", renderShape(in), renderShape(*out)));
+      for (size_t i = 0; i < in.size(); ++i)
+        if ((*out)[i] != in[i] && in[i] != SInt(1))
+          reject(fmt::format("MovementOps.EXPAND of {} to {}: dim {} is neither kept nor 1", renderShape(in),
+                             renderShape(*out), i));
+      expands.push_back(&op);
       shape = *out;
     } else if (isElementwise(op.op)) {
       if (op.op == Op::Cast && !std::holds_alternative<CastArg>(op.arg))
@@ -137,6 +154,27 @@ private:
       shape = srcShapes[0];
     }
     return memo.emplace(&op, std::move(shape)).first->second;
+  }
+
+  // A row kernel (OPT=5): every EXPAND broadcasts a value of one row shape back to the kernel's
+  // shape, and every reduce goes from the kernel's shape to that row shape.
+  void checkRowKernel(const Shape &full) {
+    const Shape &row = memo.at(expands[0]->src[0].op.get());
+    for (const LazyOp *e : expands) {
+      if (e->shapeArg() != full)
+        reject(fmt::format("MovementOps.EXPAND to {} in a kernel of shape {}: a row kernel expands to its own shape",
+                           renderShape(e->shapeArg()), renderShape(full)));
+      if (memo.at(e->src[0].op.get()) != row)
+        reject(fmt::format("MovementOps.EXPAND of {} and of {} in one kernel: a row kernel has one row shape",
+                           renderShape(row), renderShape(memo.at(e->src[0].op.get()))));
+    }
+    if (row == full) reject(fmt::format("MovementOps.EXPAND of {} to itself", renderShape(full)));
+    for (const LazyOp *r : reduces)
+      if (memo.at(r->src[0].op.get()) != full || r->shapeArg() != row)
+        reject(fmt::format("{} of {} to {} in a row kernel of shape {} and row shape {}: its reduces go from "
+                           "the one to the other",
+                           opName(r->op), renderShape(memo.at(r->src[0].op.get())), renderShape(r->shapeArg()),
+                           renderShape(full), renderShape(row)));
   }
 };
 

@@ -42,7 +42,7 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
                                    parseInt(name, *v, lo, hi));
   };
   intKnob("DEBUG", c.debug, 0, kMaxDebugLevel);
-  intKnob("OPT", c.opt, 0, 4);
+  intKnob("OPT", c.opt, 0, kMaxOptLevel);
   intKnob("LAZYCACHE", c.lazyCache, 0, 1);
   intKnob("REDUCEOP_SPLIT_THRESHOLD", c.reduceSplitThreshold, 1, int64_t(1) << 62);
   intKnob("MERGE_VIEW", c.mergeView, 0, 1);

@@ -146,8 +146,9 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
   app.add_option("--device", inv.dump.device, "CPU, INTERP, CUDA[:N] (default: DEVICE or CPU)");
   app.add_option("--target", inv.dump.target, "target triple for code generation");
   app.add_option("--mcpu", inv.dump.mcpu, "target CPU for code generation");
-  app.add_option("--opt", inv.opt, "fusion level of the reference (OPT, 0-4)")
-      ->check(CLI::Range(0, 4));
+  app.add_option("--opt", inv.opt,
+                 fmt::format("fusion level (OPT): 0-4 the reference's, 5 adds row fusion (0-{})", kMaxOptLevel))
+      ->check(CLI::Range(0, kMaxOptLevel));
   app.add_flag("--noopt", inv.noopt, "no kernel optimizations");
   app.add_option("--debug", inv.debug, fmt::format("debug level (DEBUG, 0-{})", kMaxDebugLevel))
       ->check(CLI::Range(0, kMaxDebugLevel));

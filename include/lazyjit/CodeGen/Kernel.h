@@ -48,6 +48,11 @@ public:
   std::vector<ShapeTracker> sts;
   const LazyOp *reduceop = nullptr;
   size_t fullBufIndex = 0;
+  /// A row kernel (OPT=5, Verifier.h): its reduces are EXPAND-ed back to the kernel's shape, so the
+  /// kernel has no reduce axes; instead the axes from `rowStart` on are the row axes those reduces
+  /// run over. `reduceop` is null, and the OptOps do not apply (the lowering plans the row itself).
+  bool rowKernel = false;
+  int rowStart = 0;
 
   std::vector<Opt> appliedOpts;
   std::vector<int64_t> groupForReduce;

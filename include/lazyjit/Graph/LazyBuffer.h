@@ -169,11 +169,15 @@ LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpTyp
 LazyBuffer *getMovementRoot(LazyBuffer *root, bool allowContiguous = false);
 LazyBuffer *getMovementRootContiguous(LazyBuffer *x);
 
-/// The fusion flags of the current OPT level (lazy.py), read from Config at each use.
+/// The fusion flags of the current OPT level (lazy.py), read from Config at each use. Levels 0-4
+/// are the reference's; level 5 adds `rowFusion` (Schedule.cpp: reductions over a row and the
+/// element-wise work between them in one kernel), on devices that lower such kernels.
 struct FusionFlags {
   bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
   bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;
+  bool rowFusion;
   static FusionFlags current();
+  static FusionFlags forLevel(int opt);
 };
 
 /// The number of live entries in the dedup cache (for tests).

@@ -1,5 +1,7 @@
 // The scheduler: turns the unrealized part of a lazy graph into kernels (ScheduleItems), each one
-// fused AST with a STORE root, LOAD/CONST leaves and at most one reduce (reference lazy.py).
+// fused AST with a STORE root, LOAD/CONST leaves and at most one reduce (reference lazy.py). At
+// OPT=5 a kernel may instead be a row kernel: reduces over the same trailing axes, each result
+// broadcast back with an EXPAND node (Verifier.h states the rules, docs/architecture.md the design).
 #pragma once
 
 #include "lazyjit/Graph/LazyBuffer.h"
@@ -37,6 +39,17 @@ private:
   std::unordered_set<const LazyBuffer *> set;
   std::vector<LazyBufferRef> keep;
 };
+
+/// Row kernels (OPT=5) are formed only for buffers on devices that lower them: a device registers
+/// its name (the part before any ':') when its compiler supports EXPAND-ed reduces.
+void registerRowKernelDevice(const std::string &device);
+bool rowKernelDevice(const std::string &device);
+/// The longest row (elements over the reduced axes) a row kernel is formed for: its passes after
+/// the first read the row from the cache.
+inline constexpr int64_t kMaxRowKernelElements = 1 << 16;
+/// The most reduces one row kernel computes; a chain of row operations beyond it is split into
+/// several kernels (each reduce's source is evaluated again by every pass that reads it).
+inline constexpr int kMaxRowKernelReduces = 6;
 
 /// LazyBuffer.schedule: a post-order walk; dependencies come first, `out` last.
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen);

@@ -33,8 +33,11 @@ void verifyAstBounds(const LazyOp &ast, const std::map<int, int64_t> &sizes, con
 /// Checks that `ast` is a well-formed kernel AST and throws lazyjit::Error naming the broken rule
 /// otherwise ("verifyAst: ..."):
 ///  - the root is the only STORE, and it writes MemBuffer idx 0;
-///  - at most one distinct reduce (structurally equal reduces count once);
-///  - the leaves are LOAD and CONST; no LazyBuffer sources, no movement or LoadOps inside;
+///  - at most one distinct reduce (structurally equal reduces count once), unless the kernel is a
+///    row kernel (OPT=5): its EXPAND nodes all broadcast one row shape back to the STORE's shape,
+///    and every reduce goes from the STORE's shape to that row shape;
+///  - the leaves are LOAD and CONST; no LazyBuffer sources, no LoadOps and no movement op but
+///    a row kernel's EXPAND inside;
 ///  - LOAD buffer indices are dense 1..n, and one index always has one dtype;
 ///  - arity per op class: unary 1, binary 2, WHERE/MULACC 3, reduce 1, LOAD/CONST 0, STORE 1;
 ///  - each op carries its argument kind (MemBuffer, ConstBuffer, CastArg, reduce shape);

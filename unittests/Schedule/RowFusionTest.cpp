@@ -1,0 +1,296 @@
+// OPT=5 row fusion: a chain of reductions over the same trailing axes, with the element-wise work
+// between them, becomes one row kernel (EXPAND-ed reduces). Checked here: which programs fuse and
+// into how many kernels, the AST's shape (verifier, text round trip), the values against closed
+// forms and against OPT=2 on the CPU and in the interpreter, the backward passes, and the cases
+// that must not fuse (other axes, long rows, devices without a row-kernel lowering).
+#include "lazyjit/CodeGen/Compiler.h"
+#include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Schedule/Verifier.h"
+#include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/Error.h"
+#include "lazyjit/Tensor/Tensor.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace lazyjit;
+
+namespace {
+
+struct AtOpt {
+  explicit AtOpt(int opt) : scope([opt] {
+    Config c = config();
+    c.opt = opt;
+    return c;
+  }()) {}
+  ScopedConfig scope;
+};
+
+std::vector<double> values(const std::vector<int64_t> &shape, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<double> v;
+  uint64_t s = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    v.push_back(static_cast<double>(static_cast<int64_t>(s >> 40) % 2000) / 300.0 - 3.0);
+  }
+  return v;
+}
+
+Tensor input(const std::vector<int64_t> &shape, uint64_t seed, const std::string &dev = "CPU") {
+  Tensor t = Tensor::fromValues(values(shape, seed), Shape(shape.begin(), shape.end()), {dtypes::float32, dev});
+  t.realize();
+  return t;
+}
+
+std::vector<ScheduleItem> kernelsOf(const Tensor &t) {
+  std::vector<ScheduleItem> out;
+  for (auto &si : schedule(t.lazydata()))
+    if (si.isKernel()) out.push_back(std::move(si));
+  return out;
+}
+
+int countOps(const LazyOp &ast, Op op) {
+  int n = 0;
+  for (const LazyOp *x : ast.lazyops()) n += x->op == op;
+  return n;
+}
+
+void checkClose(const std::vector<float> &got, const std::vector<double> &want, double tol = 1e-5) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element ", i);
+    CHECK(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(want[i])));
+  }
+}
+
+// Row-wise closed forms over the last axis of a [rows, n] array.
+std::vector<double> rowwise(const std::vector<double> &x, int64_t n,
+                            const std::function<void(const double *, double *, int64_t)> &f) {
+  std::vector<double> out(x.size());
+  for (size_t r = 0; r * n < x.size(); ++r) f(&x[r * n], &out[r * n], n);
+  return out;
+}
+
+void softmaxRow(const double *x, double *y, int64_t n) {
+  double m = -INFINITY, s = 0;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  for (int64_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m) / s;
+}
+
+void logSoftmaxRow(const double *x, double *y, int64_t n) {
+  double m = -INFINITY, s = 0;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  for (int64_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m - std::log(s);
+}
+
+void layernormRow(const double *x, double *y, int64_t n) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) / std::sqrt(var + 1e-5);
+}
+
+struct RowCase {
+  std::string name;
+  std::function<Tensor(const Tensor &)> op;
+  std::function<void(const double *, double *, int64_t)> closedForm;
+  int reduces;   // distinct reduces in the fused kernel
+  int kernelsAt4; // the reference's kernel count (OPT=4)
+};
+
+const std::vector<RowCase> &rowCases() {
+  static const std::vector<RowCase> cases = {
+      {"softmax", [](const Tensor &x) { return x.softmax(); }, softmaxRow, 2, 4},
+      {"log_softmax", [](const Tensor &x) { return x.logSoftmax(); }, logSoftmaxRow, 2, 3},
+      {"layernorm", [](const Tensor &x) { return x.layernorm(); }, layernormRow, 2, 3},
+  };
+  return cases;
+}
+
+} // namespace
+
+TEST_CASE("RowFusion: softmax, log_softmax and layernorm over the last axis are one kernel at OPT=5") {
+  for (const auto &c : rowCases()) {
+    CAPTURE(c.name);
+    std::vector<int64_t> shape{37, 53};
+    {
+      AtOpt opt(4);
+      CHECK(kernelsOf(c.op(input(shape, 1))).size() == static_cast<size_t>(c.kernelsAt4));
+    }
+    AtOpt opt(5);
+    Tensor x = input(shape, 1);
+    auto ks = kernelsOf(c.op(x));
+    REQUIRE(ks.size() == 1);
+    const LazyOp &ast = *ks[0].ast;
+    CHECK_NOTHROW(verifyAst(ast));
+    CHECK(countOps(ast, Op::Expand) >= 1);
+    // structurally equal reduces count once (the max appears under the sum and in the output)
+    std::vector<const LazyOp *> distinct;
+    for (const LazyOp *r : ast.lazyops())
+      if (isReduceOp(r->op) && std::none_of(distinct.begin(), distinct.end(), [&](const LazyOp *d) { return *d == *r; }))
+        distinct.push_back(r);
+    CHECK(distinct.size() == static_cast<size_t>(c.reduces));
+    // the textual form round-trips
+    LazyOpRef parsed = parseAst(printAst(ast), "<row kernel>");
+    CHECK(*parsed == ast);
+    CHECK(ks[0].inputs.size() == 1); // the row is read from x alone
+    checkClose(c.op(x).toVector<float>(), rowwise(values(shape, 1), shape[1], c.closedForm));
+  }
+}
+
+TEST_CASE("RowFusion: the fused kernels agree with OPT=2 on the CPU and with the interpreter") {
+  for (const auto &c : rowCases()) {
+    CAPTURE(c.name);
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{3, 4, 17}, {1, 9}, {64}, {5, 1, 1, 33}}) {
+      CAPTURE(renderShape(Shape(shape.begin(), shape.end())));
+      std::vector<float> ref;
+      {
+        AtOpt opt(2);
+        ref = c.op(input(shape, 7)).toVector<float>();
+      }
+      AtOpt opt(5);
+      Tensor x = input(shape, 7);
+      CHECK(kernelsOf(c.op(x)).size() == 1);
+      std::vector<double> want(ref.begin(), ref.end());
+      checkClose(c.op(x).toVector<float>(), want);
+      checkClose(c.op(input(shape, 7, "INTERP")).toVector<float>(), want);
+    }
+  }
+}
+
+TEST_CASE("RowFusion: what does not fuse keeps the reference's kernels") {
+  auto both = [](const std::function<Tensor()> &program) {
+    size_t at4, at5;
+    {
+      AtOpt opt(4);
+      at4 = kernelsOf(program()).size();
+    }
+    {
+      AtOpt opt(5);
+      at5 = kernelsOf(program()).size();
+    }
+    return std::make_pair(at4, at5);
+  };
+  SUBCASE("a reduce over a leading axis") {
+    auto [a, b] = both([] { return input({40, 30}, 3).softmax(0); });
+    CHECK(a == 4);
+    CHECK(b == a);
+  }
+  SUBCASE("rows longer than kMaxRowKernelElements") {
+    auto [a, b] = both([] { return input({2, kMaxRowKernelElements + 1}, 3).softmax(); });
+    CHECK(a == 4);
+    CHECK(b == a);
+  }
+  SUBCASE("a broadcast of a reduce over all axes") {
+    // x - x.max() reduces to a (1, 1) buffer: the row would be the whole tensor, one thread
+    auto [a, b] = both([] {
+      Tensor x = input({16, 16}, 3);
+      return x - x.max(std::nullopt, true);
+    });
+    CHECK(b == 1);
+    CHECK(a == 2);
+  }
+  SUBCASE("the reference's fusions at OPT=5 where no row op appears") {
+    auto [a, b] = both([] {
+      Tensor x = input({8, 16}, 3), w = input({16, 4}, 5);
+      return (x.matmul(w) + 1.0).relu().sum(std::vector<int64_t>{1});
+    });
+    CHECK(b == a);
+  }
+}
+
+TEST_CASE("RowFusion: the values of the row values' own kernels are unchanged when they are realized too") {
+  // the max and the sum are realized for the user and also recomputed inside the fused kernel
+  AtOpt opt(5);
+  Tensor x = input({6, 10}, 11);
+  Tensor m = x.max(std::vector<int64_t>{-1}, true);
+  Tensor y = (x - m).exp();
+  Tensor s = y.sum(std::vector<int64_t>{-1}, true);
+  Tensor out = y / s;
+  std::vector<double> want = rowwise(values({6, 10}, 11), 10, softmaxRow);
+  checkClose(out.toVector<float>(), want);
+  std::vector<float> mv = m.toVector<float>();
+  std::vector<double> xv = values({6, 10}, 11);
+  for (int r = 0; r < 6; ++r) CHECK(mv[r] == static_cast<float>(*std::max_element(xv.begin() + r * 10, xv.begin() + r * 10 + 10)));
+}
+
+TEST_CASE("RowFusion: backward passes fuse too and give OPT=2's gradients") {
+  struct Grad {
+    std::vector<float> g;
+    size_t kernels = 0;
+  };
+  std::vector<int64_t> shape{12, 24};
+  for (const auto &c : rowCases()) {
+    CAPTURE(c.name);
+    auto run = [&](int level) {
+      AtOpt opt(level);
+      Tensor x = input(shape, 21).setRequiresGrad(true);
+      Tensor w = input(shape, 22);
+      Tensor loss = (c.op(x) * w).sum();
+      loss.backward();
+      Grad out;
+      out.kernels = kernelsOf(*x.grad()).size();
+      out.g = x.grad()->toVector<float>();
+      return out;
+    };
+    Grad at2 = run(2), at4 = run(4), at5 = run(5);
+    MESSAGE(c.name, " backward kernels: OPT=4 ", at4.kernels, ", OPT=5 ", at5.kernels);
+    CHECK(at5.kernels == 1);
+    CHECK(at4.kernels > 1);
+    std::vector<double> want(at2.g.begin(), at2.g.end());
+    checkClose(at5.g, want, 1e-4);
+  }
+}
+
+TEST_CASE("RowFusion: the verifier states the row kernel's rules") {
+  auto load = [](const Shape &shape) {
+    return LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{1, dtypes::float32, ShapeTracker::fromShape(shape)}));
+  };
+  auto reduce = [](LazySrc src, const Shape &to) { return LazySrc(LazyOp::make(Op::Sum, {std::move(src)}, to)); };
+  auto expand = [](LazySrc src, const Shape &to) { return LazySrc(LazyOp::make(Op::Expand, {std::move(src)}, to)); };
+  auto add = [](LazySrc a, LazySrc b) { return LazySrc(LazyOp::make(Op::Add, {std::move(a), std::move(b)}, {})); };
+  auto store = [](LazySrc src, const Shape &shape) {
+    return LazyOp::make(Op::Store, {std::move(src)}, MemBuffer{0, dtypes::float32, ShapeTracker::fromShape(shape)});
+  };
+  Shape full{4, 8}, row{4, 1}, col{1, 8};
+  // x + expand(sum(x)) and x + expand(sum over rows) + expand(sum over columns)
+  CHECK_NOTHROW(verifyAst(*store(add(load(full), expand(reduce(load(full), row), full)), full)));
+  CHECK_THROWS_WITH_AS(
+      verifyAst(*store(add(expand(reduce(load(full), row), full), expand(reduce(load(full), col), full)), full)),
+      doctest::Contains("a row kernel has one row shape"), Error);
+  // a reduce of a row value: its input is not the kernel's shape
+  CHECK_THROWS_WITH_AS(
+      verifyAst(*store(add(load(full), expand(reduce(reduce(load(full), row), Shape{1, 1}), full)), full)),
+      doctest::Contains("its reduces go from the one to the other"), Error);
+  // an EXPAND to its own shape, and one that is not a broadcast
+  CHECK_THROWS_WITH_AS(verifyAst(*store(expand(load(full), full), full)),
+                       doctest::Contains("MovementOps.EXPAND of (4, 8) to itself"), Error);
+  CHECK_THROWS_WITH_AS(verifyAst(*store(expand(load(Shape{4, 2}), full), full)),
+                       doctest::Contains("dim 1 is neither kept nor 1"), Error);
+  // other movement ops stay forbidden
+  CHECK_THROWS_WITH_AS(verifyAst(*store(LazySrc(LazyOp::make(Op::Reshape, {load(full)}, full)), full)),
+                       doctest::Contains("movement op MovementOps.RESHAPE inside a kernel AST"), Error);
+}
+
+TEST_CASE("RowFusion: a row kernel is refused by the NVPTX lowering and by OptOps, with the reason") {
+  AtOpt opt(5);
+  auto ks = kernelsOf(input({4, 8}, 1).softmax());
+  REQUIRE(ks.size() == 1);
+  CHECK_THROWS_WITH_AS(describeKernel(ks[0].ast, TargetSpec::nvptx("sm_90"), CompileOptions{}),
+                       doctest::Contains("row kernel (OPT=5), which only the CPU lowering supports"), UnsupportedError);
+  CompileOptions o;
+  o.applyOpts = std::vector<Opt>{Opt{OptOp::Upcast, 0, 4}};
+  CHECK_THROWS_WITH_AS(describeKernel(ks[0].ast, TargetSpec::host(), o), doctest::Contains("takes no OptOps"),
+                       UnsupportedError);
+  KernelSignature sig = describeKernel(ks[0].ast, TargetSpec::host(), CompileOptions{});
+  CHECK(sig.kernelSummary.find("axes 4:global 8:row") != std::string::npos);
+}
