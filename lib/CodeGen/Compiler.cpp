@@ -279,9 +279,11 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
     for (const auto &d : launch.block) sig.localSize.push_back(d.size.asInt());
     sig.sharedBytes = launch.sharedBytes;
   }
-  sig.kernelSummary = fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}", sig.name,
+  sig.kernelSummary = fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}", sig.name,
                                   renderShape(k.fullShape()).substr(1, renderShape(k.fullShape()).size() - 2),
-                                  axes, optStr, k.streamingStores ? "\n  stores streaming" : "");
+                                  axes, optStr,
+                                  k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
+                                  k.streamingStores ? "\n  stores streaming" : "");
   return sig;
 }
 

@@ -8,6 +8,8 @@ namespace lazyjit {
 
 /// CPU: register tiling of matmul-like kernels, unit-stride innermost axes, reduce unrolling.
 void applyCPUHeuristics(Kernel &k);
+/// CPU row kernels (OPT=5): vector stores of the output pass, streaming when the output is large.
+void applyCPURowHeuristics(Kernel &k);
 /// GPU: global/local sizes, grouped reductions through shared memory, upcasts.
 void applyGPUHeuristics(Kernel &k);
 

@@ -294,6 +294,18 @@ bool reduceVectorize(Kernel &k) {
 
 } // namespace
 
+void applyCPURowHeuristics(Kernel &k) {
+  // the output pass stores whole vectors of the last row axis: a cache line each, written past the
+  // caches when the output is large (it is not read again by this kernel; the row's inputs are)
+  DType out = k.bufs[0]->bufferDType();
+  if (!(out == dtypes::float32 || out == dtypes::float64) || !allFloat(k)) return;
+  const SInt &last = k.fullShape().back();
+  int64_t lanes = std::min<int64_t>(k.opts.vectorBits / 8, 64) / out.itemsize();
+  if (static_cast<int>(k.shapeLen()) <= k.rowStart || !last.isInt() || last.asInt() % lanes != 0) return;
+  k.rowLanes = lanes;
+  k.streamingStores = lanes * out.itemsize() == 64 && outputBytes(k) >= kStreamingStoreBytes;
+}
+
 void applyCPUHeuristics(Kernel &k) {
   if (k.shapeLen() == 0 || !allFloat(k)) return;
   bool transcendental = hasTranscendental(*k.ast);

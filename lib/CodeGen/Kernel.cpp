@@ -353,7 +353,11 @@ void Kernel::padTo(int64_t axis, int64_t amt) {
 }
 
 void Kernel::handCodedOptimizations() {
-  if (rowKernel) return; // the lowering plans a row kernel's passes itself
+  if (rowKernel) {
+    // no OptOps: the lowering runs the row's passes; the CPU chooses how the output is written
+    if (!opts.hasLocal) applyCPURowHeuristics(*this);
+    return;
+  }
   if (opts.hasLocal)
     applyGPUHeuristics(*this);
   else

@@ -15,6 +15,9 @@ public:
   llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) override;
 };
 
+/// exp2 of a <N x float> computed inline (no libmvec call); row kernels use it (LowerCPUVector.cpp).
+llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x);
+
 /// Lowers one Kernel for a CPU target (lowerKernelCPU); see LowerCPU.cpp for the IR it emits.
 class CPULowerer : public KernelEmitter {
 public:
@@ -27,6 +30,11 @@ private:
   /// A row kernel (OPT=5, LowerCPURow.cpp): per outer index, one pass over the row per reduce,
   /// then the output row.
   void emitRowBody(Value *start, Value *end);
+  /// Chooses the values several passes of a row kernel read and gives each a scratch array.
+  void planRowScratch(const std::vector<const LazyOp *> &passes);
+  void prefetchNextRow(const std::vector<NodeRef> &vix);
+  /// The most stack a row kernel's scratch arrays may take (per thread).
+  static constexpr int64_t kMaxRowScratchBytes = 256 * 1024;
   /// The loops over the outer axes [axis, rowStart) (the first split across threads), `body` inside.
   void outerLoops(int axis, int end, std::vector<NodeRef> &idxs, Value *start, Value *stop,
                   const std::function<void()> &body);
@@ -39,6 +47,8 @@ private:
   NodeRef vidx;
   bool vecReduce = false; // the vector axis is a reduce axis (dot products)
   bool canVectorize(int axis, bool reduceAxis);
+  /// Whether every element-wise op among `ops` has a vector form for `lanes` lanes.
+  bool vectorOps(const std::vector<const LazyOp *> &ops);
   bool usesVidx(const Node &n) const;
   bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
   Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
@@ -49,6 +59,7 @@ private:
   Value *gather(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, const NodeRef &valid);
   Val vecConvert(Val x, DType to);
   Val vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
+  Val vecEvalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
   void vecStore(const std::vector<NodeRef> &idxs, Val v);
   Value *vecZero(DType dt) { return llvm::Constant::getNullValue(llvm::VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false)); }
 };

@@ -15,6 +15,8 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <unordered_set>
+
 namespace lazyjit {
 
 using namespace llvm;
@@ -41,12 +43,120 @@ void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, V
   });
 }
 
+namespace {
+
+// The nodes each pass over the row evaluates per element: its tree down to the leaves and the row
+// values (reduces and EXPANDs, computed before the pass).
+std::vector<const LazyOp *> passNodes(const LazyOp *root) {
+  std::vector<const LazyOp *> out, stack{root};
+  std::unordered_set<const LazyOp *> seen{root};
+  while (!stack.empty()) {
+    const LazyOp *op = stack.back();
+    stack.pop_back();
+    out.push_back(op);
+    if (isReduceOp(op->op) || op->op == Op::Expand) continue;
+    for (const auto &s : op->src)
+      if (seen.insert(s.op.get()).second) stack.push_back(s.op.get());
+  }
+  return out;
+}
+
+bool transcendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op::Sin; }
+
+} // namespace
+
+void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
+  // an element-wise node read by two or more passes that computes a transcendental function is
+  // worth an L1-resident array per row (softmax's exp: computed by the sum's pass, read by the
+  // output's); its operands are then not evaluated again, so only the outermost such node is kept
+  const Shape &full = k.fullShape();
+  int64_t rowElems = 1;
+  for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {
+    if (!full[a].isInt()) return;
+    rowElems *= full[a].asInt();
+  }
+  std::unordered_map<const LazyOp *, int> uses;
+  std::unordered_map<const LazyOp *, bool> costly;
+  for (const LazyOp *p : passes)
+    for (const LazyOp *x : passNodes(p)) ++uses[x];
+  std::function<bool(const LazyOp *)> isCostly = [&](const LazyOp *x) -> bool {
+    if (auto it = costly.find(x); it != costly.end()) return it->second;
+    bool c = transcendental(x->op);
+    if (!isBufferOp(x->op) && !isReduceOp(x->op) && x->op != Op::Expand)
+      for (const auto &s : x->src) c = isCostly(s.op.get()) || c;
+    return costly[x] = c;
+  };
+  std::vector<const LazyOp *> chosen;
+  for (const auto &[x, n] : uses)
+    if (n >= 2 && !isBufferOp(x->op) && !isReduceOp(x->op) && x->op != Op::Expand && isCostly(x) &&
+        dtypeOf(*x).isFloating())
+      chosen.push_back(x);
+  // drop the nodes inside another chosen node
+  std::unordered_set<const LazyOp *> inner;
+  for (const LazyOp *x : chosen)
+    for (const LazyOp *y : passNodes(x))
+      if (y != x) inner.insert(y);
+  int64_t bytes = 0;
+  IRBuilderBase::InsertPointGuard guard(b);
+  b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+  for (const LazyOp *x : chosen) {
+    if (inner.count(x)) continue;
+    Type *t = vb.regType(dtypeOf(*x));
+    int64_t size = rowElems * static_cast<int64_t>(m.getDataLayout().getTypeAllocSize(t));
+    if (bytes + size > kMaxRowScratchBytes) continue;
+    bytes += size;
+    AllocaInst *a = b.CreateAlloca(ArrayType::get(t, static_cast<uint64_t>(rowElems)), nullptr, "row.scratch");
+    a->setAlignment(Align(64));
+    rowScratch.emplace(x, RowScratch{a, t});
+  }
+}
+
+// While the output pass writes this row, the next row's inputs are fetched: the first pass of the
+// next row then reads them from the cache instead of waiting on memory. One prefetch per vector of
+// each input that is contiguous along the row (a cache line for 16 floats); an address past the
+// last row is harmless, a prefetch never faults.
+void CPULowerer::prefetchNextRow(const std::vector<NodeRef> &vix) {
+  if (k.rowStart == 0) return;
+  std::vector<NodeRef> next = vix;
+  int outer = k.rowStart - 1;
+  next[outer] = sumNodes({vix[outer], numNode(1)});
+  for (size_t bi = 1; bi < k.bufs.size(); ++bi) {
+    const LazyOp *x = k.bufs[bi];
+    if (x->op != Op::Load) continue;
+    NodeRef base;
+    if (!contiguousInVidx(access(bi, vix).idx, &base)) continue;
+    NodeRef nextBase;
+    if (!contiguousInVidx(access(bi, next).idx, &nextBase)) continue;
+    Type *et = vb.regType(x->memBuffer().dtype);
+    Value *p = b.CreateGEP(et, bufPtrs.at(x->memBuffer().idx), asI64(render(*nextBase)));
+    b.CreateIntrinsic(Intrinsic::prefetch, {p->getType()}, {p, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+  }
+}
+
 void CPULowerer::emitRowBody(Value *start, Value *end) {
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
   std::vector<NodeRef> idxs(n);
   std::vector<const LazyOp *> order = rowNodes();
   const LazyOp &top = *k.bufs[0]->src[0].op;
+  {
+    std::vector<const LazyOp *> passes;
+    for (const LazyOp *x : order)
+      if (isReduceOp(x->op)) passes.push_back(x->src[0].op.get());
+    passes.push_back(&top);
+    planRowScratch(passes);
+  }
+  // the element's index within its row, for the scratch arrays
+  auto setRowIndex = [&] {
+    Value *j = i64(0);
+    for (int a = rs; a < n; ++a) j = b.CreateAdd(b.CreateMul(j, renderSInt(full[a])), varValues.at("ridx" + std::to_string(a)));
+    rowIndex = j;
+  };
+  auto endPass = [&] {
+    for (const LazyOp *x : rowScratchStored) rowScratch.at(x).filled = true;
+    rowScratchStored.clear();
+    rowIndex = nullptr;
+  };
 
   // nested loops over the row axes [axis, n) carrying `carried`; `inner` gives the next values
   std::function<std::vector<Value *>(int, std::vector<NodeRef> &, const std::vector<Value *> &,
@@ -63,10 +173,60 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
                     });
       };
 
+  // a pass in vectors of `lanes` elements of the last row axis (the heuristics chose a width that
+  // divides it): loops over the other row axes, then over the vectors; `inner` gets the per-axis
+  // indices (the last one `rvec*lanes + vidx`) and the carried values. rowIndex is the vector's
+  // first element within the row.
+  auto vecPass = [&](const std::vector<Value *> &carried, int64_t unroll,
+                     const std::function<std::vector<Value *>(const std::vector<NodeRef> &, int64_t,
+                                                              const std::vector<Value *> &)> &inner) {
+    int64_t last = full[n - 1].asInt(), step = lanes * unroll;
+    vidx = variable("vidx", 0, lanes - 1);
+    NodeRef rvec = variable("rvec", 0, last / step - 1);
+    std::vector<NodeRef> vix = idxs;
+    std::function<std::vector<Value *>(int, const std::vector<Value *> &)> loops = [&](int axis, const std::vector<Value *> &cur) {
+      if (axis < n - 1) {
+        std::string name = "ridx" + std::to_string(axis);
+        vix[axis] = variable(name, 0, full[axis] - 1);
+        return loop(name, i64(0), renderSInt(full[axis]), mayBeEmpty(full[axis]), cur,
+                    [&, axis, name](Value *iv, const std::vector<Value *> &c) {
+                      varValues[name] = iv;
+                      return loops(axis + 1, c);
+                    });
+      }
+      return loop("rvec", i64(0), i64(last / step), false, cur, [&](Value *iv, const std::vector<Value *> &c) {
+        varValues["rvec"] = iv;
+        Value *j = i64(0);
+        for (int a = rs; a < n - 1; ++a)
+          j = b.CreateAdd(b.CreateMul(j, renderSInt(full[a])), varValues.at("ridx" + std::to_string(a)));
+        Value *first = b.CreateAdd(b.CreateMul(j, i64(last)), b.CreateMul(iv, i64(step)));
+        std::vector<Value *> next = c;
+        for (int64_t u = 0; u < unroll; ++u) {
+          vix[n - 1] = sumNodes({(SInt(rvec) * SInt(step)).node(), numNode(u * lanes), vidx});
+          rowIndex = b.CreateAdd(first, i64(u * lanes));
+          next = inner(vix, u, next);
+        }
+        return next;
+      });
+    };
+    return loops(rs, carried);
+  };
+  // whether a pass evaluating `root` per element can run in vectors
+  auto vectorPass = [&](const LazyOp *root) {
+    if (k.rowLanes == 0) return false;
+    std::vector<const LazyOp *> ops = passNodes(root);
+    std::erase_if(ops, [](const LazyOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
+    lanes = k.rowLanes;
+    bool ok = vectorOps(ops);
+    lanes = 0;
+    return ok;
+  };
+
   auto row = [&] {
     rowValues.clear();
     std::vector<NodeRef> atRowStart = idxs;
     for (int a = rs; a < n; ++a) atRowStart[a] = numNode(0);
+    int pass = 0; // the second pass prefetches the next row, behind this row's work
     for (const LazyOp *x : order) {
       if (x->op == Op::Expand) {
         // the row value: the EXPAND's tree (over the row shape) at the row's first element
@@ -75,18 +235,62 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       }
       DType rdt = dtypeOf(*x);
       Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
+      const LazyOp &src = *x->src[0].op;
+      bool prefetch = pass++ == 1;
+      if (rdt.isFloating() && vectorPass(&src)) {
+        // independent partial results per unrolled vector, so that the accumulation's latency
+        // does not serialize the pass; combined (in any order: reassoc) after the row
+        lanes = k.rowLanes;
+        int64_t vectors = full[n - 1].asInt() / lanes, unroll = vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
+        std::vector<Value *> init(static_cast<size_t>(unroll), splat(vb.reduceInit(x->op, rdt).v));
+        auto combine = [&](Value *a, Value *c) {
+          return alu == Op::Add ? markAccumulate(b.CreateFAdd(a, c)) : b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c);
+        };
+        std::vector<Value *> acc = vecPass(init, unroll, [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
+          if (prefetch) prefetchNextRow(vix);
+          Val v = vecConvert(vecEval(src, vix, nullptr), rdt);
+          std::vector<Value *> next = cur;
+          next[static_cast<size_t>(u)] = combine(v.v, cur[static_cast<size_t>(u)]);
+          return next;
+        });
+        Value *all = acc[0];
+        for (size_t u = 1; u < acc.size(); ++u) all = alu == Op::Add ? b.CreateFAdd(all, acc[u]) : b.CreateBinaryIntrinsic(Intrinsic::maximum, all, acc[u]);
+        Value *r = alu == Op::Add ? b.CreateFAddReduce(ConstantFP::getNegativeZero(all->getType()->getScalarType()), all)
+                                  : b.CreateFPMaximumReduce(all);
+        lanes = 0;
+        endPass();
+        rowValues[x] = Val{r, rdt};
+        continue;
+      }
       std::vector<NodeRef> ix = idxs;
       std::vector<Value *> acc = rowLoops(rs, ix, {vb.reduceInit(x->op, rdt).v}, [&](const std::vector<Value *> &cur) {
-        Val v = vb.convert(eval(*x->src[0].op, ix, nullptr), rdt, false);
+        if (!rowScratch.empty()) setRowIndex();
+        Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
         return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
       });
+      endPass();
       rowValues[x] = Val{acc[0], rdt};
     }
     std::vector<NodeRef> ix = idxs;
-    rowLoops(rs, ix, {}, [&](const std::vector<Value *> &) {
-      storeOutput(ix, eval(top, ix, nullptr));
-      return std::vector<Value *>{};
-    });
+    if (vectorPass(&top)) {
+      // row values are splat, scratch arrays read a vector at a time
+      lanes = k.rowLanes;
+      bool prefetch = pass == 1;
+      vecPass({}, 1, [&](const std::vector<NodeRef> &vix, int64_t, const std::vector<Value *> &) {
+        if (prefetch) prefetchNextRow(vix);
+        vecStore(vix, vecEval(top, vix, nullptr));
+        return std::vector<Value *>{};
+      });
+    } else {
+      rowLoops(rs, ix, {}, [&](const std::vector<Value *> &) {
+        if (!rowScratch.empty()) setRowIndex();
+        storeOutput(ix, eval(top, ix, nullptr));
+        return std::vector<Value *>{};
+      });
+    }
+    lanes = 0;
+    endPass();
+    for (auto &[x, sc] : rowScratch) sc.filled = false; // the next row computes them again
   };
 
   if (rs == 0) {

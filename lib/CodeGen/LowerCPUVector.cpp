@@ -39,6 +39,31 @@ std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int
 
 } // namespace
 
+// exp2 of a float vector without a call: row kernels (OPT=5) evaluate it in passes whose other
+// values would be spilled around each libmvec call. 2^x = 2^k * 2^f with k = round(x), |f| <= 1/2,
+// 2^f from Cephes' exp2f polynomial (relative error below 2e-7, about 1.5 ulp; libmvec's is below
+// 1 ulp), and 2^k applied as two factors 2^(k/2) so that every k in [-160, 130] (results from 0
+// through the subnormals to inf) has normal factors. NaN stays NaN, +-inf give inf and 0.
+Value *inlineExp2F32(IRBuilder<> &b, Value *x) {
+  Type *ft = x->getType();
+  auto *vt = cast<VectorType>(ft);
+  Type *it = VectorType::get(b.getInt32Ty(), vt->getElementCount());
+  auto c = [&](double v) { return ConstantFP::get(ft, v); };
+  auto ci = [&](int64_t v) { return ConstantInt::get(it, static_cast<uint64_t>(v)); };
+  Value *xc = b.CreateBinaryIntrinsic(Intrinsic::minnum, b.CreateBinaryIntrinsic(Intrinsic::maxnum, x, c(-160.0)), c(130.0));
+  Value *kf = b.CreateUnaryIntrinsic(Intrinsic::roundeven, xc);
+  Value *f = b.CreateFSub(xc, kf);
+  static const double poly[] = {1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3,
+                                5.550332471162809e-2, 2.402264791363012e-1, 6.931472028550421e-1, 1.0};
+  Value *p = c(poly[0]);
+  for (size_t i = 1; i < std::size(poly); ++i) p = b.CreateIntrinsic(Intrinsic::fma, {ft}, {p, f, c(poly[i])});
+  Value *k = b.CreateFPToSI(kf, it);
+  Value *k1 = b.CreateAShr(k, ci(1)), *k2 = b.CreateSub(k, k1);
+  auto pow2 = [&](Value *e) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ci(127)), ci(23)), ft); };
+  Value *r = b.CreateFMul(b.CreateFMul(p, pow2(k1)), pow2(k2));
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
 // When the kernel's last output-upcast axis (size 4..64) is unit-stride in the output, the whole
 // per-element computation is emitted once on <lanes x float> values instead of once per lane:
 // inputs contiguous along the axis become one vector load (masked where padding makes lanes
@@ -61,10 +86,21 @@ bool CPULowerer::contiguousInVidx(const NodeRef &idx, NodeRef *base) const {
 }
 
 bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
+  if (!vectorOps(k.ast->lazyops())) return false;
+  // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
+  if (reduceAxis) return k.reduceop && dtypeOf(*k.reduceop).isFloating();
+  // the output must be contiguous along the axis
+  std::vector<NodeRef> ix;
+  for (size_t a = 0; a < k.shapeLen(); ++a)
+    ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
+  return contiguousInVidx(access(0, ix).idx, nullptr);
+}
+
+bool CPULowerer::vectorOps(const std::vector<const LazyOp *> &ops) {
   static const std::set<Op> ok = {Op::Load, Op::Const, Op::Store, Op::Add,  Op::Sub,   Op::Mul,  Op::Div,
                                   Op::Max,  Op::CmpLt, Op::Where, Op::Neg,  Op::Sqrt,  Op::Recip, Op::Sum,
                                   Op::ReduceMax, Op::Cast};
-  for (const LazyOp *x : k.ast->lazyops()) {
+  for (const LazyOp *x : ops) {
     if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) {
       if (!vectorMathFn(x->op, dtypeOf(*x), lanes, k.opts.vectorBits, Triple(m.getTargetTriple()))) return false;
       continue;
@@ -77,13 +113,7 @@ bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
     if (isBufferOp(x->op) && !(x->bufferDType() == dtypes::float32 || x->bufferDType() == dtypes::float64))
       return false;
   }
-  // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
-  if (reduceAxis) return k.reduceop && dtypeOf(*k.reduceop).isFloating();
-  // the output must be contiguous along the axis
-  std::vector<NodeRef> ix;
-  for (size_t a = 0; a < k.shapeLen(); ++a)
-    ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
-  return contiguousInVidx(access(0, ix).idx, nullptr);
+  return true;
 }
 
 // Renders an index or validity node per lane: integer arithmetic in `et` (i32 when every value
@@ -256,7 +286,25 @@ Val CPULowerer::vecConvert(Val x, DType to) {
 
 Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
   if (isBufferOp(op.op)) return vecLoadLeaf(op, idxs);
+  // a row kernel's row values are scalars of the row; its scratch arrays hold whole vectors
+  if (const Val *rv = rowValue(op)) return {splat(rv->v), rv->dt};
+  if (rowIndex && !rowScratch.empty())
+    if (auto it = rowScratch.find(&op); it != rowScratch.end()) {
+      RowScratch &sc = it->second;
+      Type *vt = VectorType::get(sc.type, static_cast<unsigned>(lanes), false);
+      Value *at = b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
+      Align align(std::min<uint64_t>(m.getDataLayout().getTypeAllocSize(vt), 64));
+      if (sc.filled) return {b.CreateAlignedLoad(vt, at, align), dtypeOf(op)};
+      Val v = vecEvalAlu(op, idxs, acc);
+      b.CreateAlignedStore(v.v, at, align);
+      rowScratchStored.push_back(&op);
+      return v;
+    }
   if (isReduceOp(op.op)) return *acc;
+  return vecEvalAlu(op, idxs, acc);
+}
+
+Val CPULowerer::vecEvalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
   DType dt = dtypeOf(op);
   std::vector<Val> s;
   for (const auto &x : op.src) s.push_back(vecEval(*x.op, idxs, acc));
@@ -278,6 +326,8 @@ Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, cons
   case Op::Sqrt: return {b.CreateUnaryIntrinsic(Intrinsic::sqrt, a), dt};
   case Op::Recip: return {b.CreateFDiv(ConstantFP::get(a->getType(), 1.0), a), dt};
   case Op::Exp2:
+    if (k.rowKernel && dt == dtypes::float32) return {inlineExp2F32(b, a), dt};
+    [[fallthrough]];
   case Op::Log2:
   case Op::Sin: {
     auto fn = vectorMathFn(op.op, dt, lanes, k.opts.vectorBits, Triple(m.getTargetTriple()));

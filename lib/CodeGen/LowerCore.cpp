@@ -329,6 +329,21 @@ Val KernelEmitter::eval(const LazyOp &op, const std::vector<NodeRef> &idxs, cons
   }
   default: break;
   }
+  if (rowIndex && !rowScratch.empty()) {
+    if (auto it = rowScratch.find(&op); it != rowScratch.end()) {
+      RowScratch &sc = it->second;
+      Value *at = b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
+      if (sc.filled) return {b.CreateAlignedLoad(sc.type, at, m.getDataLayout().getABITypeAlign(sc.type)), dtypeOf(op)};
+      Val v = evalAlu(op, idxs, acc);
+      b.CreateAlignedStore(v.v, at, m.getDataLayout().getABITypeAlign(sc.type));
+      rowScratchStored.push_back(&op);
+      return v;
+    }
+  }
+  return evalAlu(op, idxs, acc);
+}
+
+Val KernelEmitter::evalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
   DType dt = dtypeOf(op);
   std::vector<Val> s;
   for (const auto &x : op.src) s.push_back(eval(*x.op, idxs, acc));

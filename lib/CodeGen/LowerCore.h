@@ -100,6 +100,8 @@ protected:
   /// Evaluates an AST node at per-axis indices; the reduce node evaluates to `acc`, a row kernel's
   /// EXPAND and reduce nodes to their `rowValues`.
   Val eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
+  /// eval of an element-wise node: its operands, then its own instruction.
+  Val evalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
 
   /// Row kernels (Kernel::rowKernel): the values of the current row's reduces and EXPANDs, by the
   /// node `rowNodes` lists for them (structurally equal nodes share one value).
@@ -108,6 +110,16 @@ protected:
   /// The distinct reduce and EXPAND nodes of a row kernel, each after the ones it reads.
   std::vector<const LazyOp *> rowNodes();
   const Val *rowValue(const LazyOp &op) const;
+  /// Row kernels: element-wise values that several passes over the row read are kept in a
+  /// per-row scratch array (LowerCPURow.cpp) at `rowIndex`: the first pass stores, later ones load.
+  struct RowScratch {
+    llvm::Value *ptr;
+    llvm::Type *type;
+    bool filled = false;
+  };
+  std::unordered_map<const LazyOp *, RowScratch> rowScratch;
+  std::vector<const LazyOp *> rowScratchStored; ///< stored by the current pass
+  Value *rowIndex = nullptr;
   /// Emits `for iv in [lo, hi)` (iv of lo's type) carrying `carried`; `body` returns their next values. Loads cached
   /// inside the body do not leak out of it.
   std::vector<Value *> loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,

@@ -167,6 +167,82 @@ TEST_CASE("RowFusion: the fused kernels agree with OPT=2 on the CPU and with the
   }
 }
 
+TEST_CASE("RowFusion: vector passes (rows of whole vectors, several row axes) agree with the scalar lowering") {
+  // rows that are a multiple of the vector width take the vector passes (unrolled partial
+  // results, the scratch array read back as vectors, prefetches of the next row); NOOPT lowers
+  // the same kernel with scalar loops
+  struct Case {
+    std::vector<int64_t> shape;
+    std::function<Tensor(const Tensor &)> op;
+  };
+  std::vector<Case> cases = {
+      {{6, 64}, [](const Tensor &x) { return x.softmax(); }},
+      {{5, 128}, [](const Tensor &x) { return x.logSoftmax(); }},
+      {{7, 96}, [](const Tensor &x) { return x.layernorm(); }},
+      {{4, 3, 32}, [](const Tensor &x) { return x.layernorm({-2, -1}); }},
+      {{2, 3, 48}, [](const Tensor &x) { return x.softmax(); }},
+      {{256}, [](const Tensor &x) { return x.softmax(); }},
+  };
+  for (const auto &c : cases) {
+    CAPTURE(renderShape(Shape(c.shape.begin(), c.shape.end())));
+    std::vector<float> scalar, vector, ref;
+    {
+      AtOpt opt(2);
+      ref = c.op(input(c.shape, 5)).toVector<float>();
+    }
+    {
+      Config cfg = config();
+      cfg.opt = 5;
+      cfg.noopt = true;
+      ScopedConfig scope(cfg);
+      scalar = c.op(input(c.shape, 5)).toVector<float>();
+    }
+    AtOpt opt(5);
+    Tensor x = input(c.shape, 5);
+    auto ks = kernelsOf(c.op(x));
+    REQUIRE(ks.size() == 1);
+    KernelSignature sig = describeKernel(ks[0].ast, TargetSpec::host(), CompileOptions{});
+    CHECK(sig.kernelSummary.find("row stores") != std::string::npos);
+    vector = c.op(x).toVector<float>();
+    std::vector<double> want(ref.begin(), ref.end());
+    checkClose(vector, want, 2e-6);
+    checkClose(scalar, want, 2e-6);
+  }
+}
+
+TEST_CASE("RowFusion: the inline exp2 of row kernels is within 2 ulp over the whole range") {
+  // (x - max) spans 0 down to -300: results from 1 through the subnormals to 0, plus inf and NaN
+  std::vector<double> v;
+  for (int i = 0; i < 4 * 64; ++i) v.push_back(-300.0 * (i % 64) / 63.0 + (i / 64) * 0.37);
+  v[70] = -INFINITY;
+  v[140] = NAN;
+  AtOpt opt(5);
+  Tensor x = Tensor::fromValues(v, Shape{4, 64});
+  Tensor e = (x - x.max(std::vector<int64_t>{-1}, true)).exp();
+  REQUIRE(kernelsOf(e).size() == 1);
+  std::vector<float> got = e.toVector<float>();
+  for (int r = 0; r < 4; ++r) {
+    float m = -INFINITY;
+    bool nan = false;
+    for (int i = 0; i < 64; ++i) {
+      nan = nan || std::isnan(static_cast<float>(v[r * 64 + i]));
+      m = std::max(m, static_cast<float>(v[r * 64 + i]));
+    }
+    for (int i = 0; i < 64; ++i) {
+      size_t at = static_cast<size_t>(r * 64 + i);
+      INFO("row ", r, " element ", i, " x=", v[at]);
+      if (nan) {
+        CHECK(std::isnan(got[at])); // max propagates NaN through the row
+        continue;
+      }
+      // exp is exp2 of x * log2(e) in float32 (mlops.Exp): the same argument, then exp2 exactly
+      float arg = (static_cast<float>(v[at]) - m) * static_cast<float>(1.4426950408889634);
+      double want = std::exp2(static_cast<double>(arg));
+      CHECK(std::fabs(got[at] - want) <= 3e-7 * want + 1.5e-45);
+    }
+  }
+}
+
 TEST_CASE("RowFusion: what does not fuse keeps the reference's kernels") {
   auto both = [](const std::function<Tensor()> &program) {
     size_t at4, at5;

@@ -53,6 +53,9 @@ public:
   /// run over. `reduceop` is null, and the OptOps do not apply (the lowering plans the row itself).
   bool rowKernel = false;
   int rowStart = 0;
+  /// CPU row kernels: the output pass writes `rowLanes` elements of the last row axis per vector
+  /// store (0: a scalar loop the loop vectorizer widens). Chosen by the CPU heuristics.
+  int64_t rowLanes = 0;
 
   std::vector<Opt> appliedOpts;
   std::vector<int64_t> groupForReduce;
