@@ -68,7 +68,8 @@ private:
     if (!v->isView() || v->shape != shape) return nullptr;
     LazyBuffer *r = v->base();
     if (r->isRealized() || !r->op || r->isUnrealizedConst() ||
-        (r->optype != OpType::Reduce && r->optype != OpType::Binary) || r->shape.size() != shape.size())
+        (r->optype != OpType::Reduce && r->optype != OpType::Binary) || r->shape.size() != shape.size() ||
+        r->op->op == Op::Where)
       return nullptr;
     std::vector<bool> axes(shape.size(), false);
     for (size_t i = 0; i < shape.size(); ++i) {
@@ -111,7 +112,8 @@ private:
   LazyOpRef elementwiseOf(LazyBuffer *b) {
     if (auto it = elementwise.find(b); it != elementwise.end()) return it->second;
     LazyOpRef t;
-    if (!b->isView() && !b->isRealized() && b->op && b->optype == OpType::Binary && b->shape == shape) {
+    if (!b->isView() && !b->isRealized() && b->op && b->optype == OpType::Binary && b->shape == shape &&
+        b->op->op != Op::Where) {
       bool readsRow = false;
       for (LazyBuffer *x : b->op->buffers()) readsRow = readsRow || broadcastRoot(x) != nullptr;
       if (readsRow) t = inlineBroadcasts(b->op);
@@ -151,7 +153,8 @@ private:
       for (LazyBuffer *x : r->op->buffers()) {
         if (x->isView() || x->isRealized() || !x->op || x->isUnrealizedConst() || x->shape != rowShape) continue;
         bool reduce = x->optype == OpType::Reduce && reduceOverRow(x);
-        if (!reduce && x->optype != OpType::Binary) continue;
+        // (a WHERE's buffer may have a larger dtype than its values: see scheduleItem)
+        if (!reduce && (x->optype != OpType::Binary || x->op->op == Op::Where)) continue;
         if (LazyOpRef sub = treeOf(x)) m.emplace(x, LazySrc(sub));
       }
       t = m.empty() ? r->op : r->op->mapBuffers(m);
@@ -306,8 +309,14 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
 
   if (!isLoadOp(ast->op)) {
     LazyOpInfo info = getLazyOpInfo(*ast);
-    LAZYJIT_INTERNAL_CHECK(info.dtype == self->dtype(), "schedule: dtype mismatch {} != {}",
-                           info.dtype.name(), self->dtype().name());
+    // The buffer's dtype is the max over all sources of its op, the kernel's over the values: a
+    // WHERE whose condition has the larger dtype (`bool.gt(0)` is float32) computes its values in
+    // the smaller one. The reference asserts here; the kernel casts to the buffer's dtype.
+    if (info.dtype != self->dtype()) {
+      LAZYJIT_INTERNAL_CHECK(ast->op == Op::Where, "schedule: dtype mismatch {} != {}",
+                             info.dtype.name(), self->dtype().name());
+      ast = LazyOp::make(Op::Cast, {LazySrc(ast)}, CastArg{self->dtype(), false});
+    }
     ast = LazyOp::make(Op::Store, {LazySrc(ast)},
                        MemBuffer{0, self->dtype(), ShapeTracker::fromShape(info.shape)});
   } else {

@@ -3,6 +3,7 @@
 // reductions over random axes, every dtype) are built once per device from the same seed and must
 // produce equal values (integers and booleans exactly, floats within the dtype's tolerance).
 #include "RandomPrograms.h"
+#include "lazyjit/Support/Config.h"
 
 #include <doctest/doctest.h>
 
@@ -14,4 +15,30 @@ TEST_CASE("Differential: 300 random programs give the same values on CPU and in 
   auto res = randomprograms::compareWithInterpreter("CPU", kSeed, kPrograms);
   MESSAGE("seed ", kSeed, ": ", res.checked, " programs, ", res.elements, " elements compared");
   CHECK(res.checked == kPrograms);
+}
+
+TEST_CASE("Differential: 200 random programs with row operations at OPT=5 give OPT=2's values in the interpreter") {
+  // row operations (softmax, log_softmax, layernorm, reduces broadcast back) fuse into row kernels
+  // at OPT=5 on the CPU; the interpreter computes the same programs with the reference's kernels
+  constexpr uint64_t kSeed = 0x0e7a5f05ULL;
+  constexpr int kPrograms = 200;
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  auto res = randomprograms::compareWithInterpreter("CPU", kSeed, kPrograms, true, 2);
+  MESSAGE("seed ", kSeed, ": ", res.checked, " programs (", res.rowKernels, " with a row kernel), ", res.elements,
+          " elements compared");
+  CHECK(res.checked == kPrograms);
+  CHECK(res.rowKernels >= kPrograms / 5);
+}
+
+TEST_CASE("Differential: the interpreter's row kernels at OPT=5 agree with its OPT=2 kernels") {
+  constexpr uint64_t kSeed = 0x5eed0005ULL;
+  constexpr int kPrograms = 120;
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  auto res = randomprograms::compareWithInterpreter("INTERP", kSeed, kPrograms, true, 2);
+  CHECK(res.checked == kPrograms);
+  CHECK(res.rowKernels >= kPrograms / 5);
 }

@@ -4,12 +4,15 @@
 // reference interpreter's (integers and booleans exactly, floats within the dtype's tolerance).
 #pragma once
 
+#include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Tensor/Tensor.h"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 
 namespace lazyjit::randomprograms {
@@ -157,8 +160,28 @@ inline Tensor randomBinary(Rng &r, const Tensor &a, const Tensor &b, std::ostrin
   }
 }
 
-// Builds one random program on `dev`. The same seed builds the same program on every device.
-inline Tensor program(uint64_t seed, const std::string &dev, std::string *desc) {
+// One row operation over the last axis (what OPT=5 fuses): a reduce with keepdim broadcast back
+// into element-wise work, softmax, log_softmax, layernorm; sometimes over the first axis instead.
+inline Tensor randomRowOp(Rng &r, const Tensor &t, std::ostringstream &log) {
+  Tensor x = t.dtype().isBool() ? t.cast(dtypes::int32) : t;
+  int64_t ax = r.chance(80) ? -1 : 0;
+  std::vector<int64_t> axes{ax};
+  bool fl = x.dtype().isFloating();
+  switch (r.range(0, 4)) {
+  case 0: log << ".rowmax(" << ax << ")"; return x - x.max(axes, true);
+  case 1: log << ".rowsum(" << ax << ")"; return x * x.sum(axes, true);
+  case 2: if (fl) { log << ".softmax(" << ax << ")"; return x.softmax(ax); }
+    log << ".rowmax2(" << ax << ")"; return (x - x.max(axes, true)) * x.max(axes, true);
+  case 3: if (fl) { log << ".log_softmax(" << ax << ")"; return x.logSoftmax(ax); }
+    log << ".rowsum2(" << ax << ")"; return x + x.sum(axes, true) - x.max(axes, true);
+  default: if (fl) { log << ".layernorm(" << ax << ")"; return x.layernorm(axes); }
+    log << ".rowmax(" << ax << ")"; return x - x.max(axes, true);
+  }
+}
+
+// Builds one random program on `dev`. The same seed builds the same program on every device. With
+// `rowOps`, a step may also be a row operation (randomRowOp).
+inline Tensor program(uint64_t seed, const std::string &dev, std::string *desc, bool rowOps = false) {
   Rng r{seed};
   std::ostringstream log;
   DType dt = r.pick(kDTypes);
@@ -174,7 +197,11 @@ inline Tensor program(uint64_t seed, const std::string &dev, std::string *desc) 
   Tensor x = a;
   int steps = static_cast<int>(r.range(1, 5));
   for (int i = 0; i < steps; ++i) {
-    switch (r.range(0, 4)) {
+    switch (r.range(0, rowOps ? 6 : 4)) {
+    case 5:
+    case 6:
+      if (x.ndim() > 0) x = randomRowOp(r, x, log);
+      break;
     case 0: x = randomMovement(r, x, log); break;
     case 1: x = randomUnary(r, x, log); break;
     case 2:
@@ -219,17 +246,32 @@ inline double tolerance(DType dt) {
 struct DifferentialResult {
   int checked = 0;
   int elements = 0;
+  int rowKernels = 0; ///< programs whose schedule on the device has a row kernel (OPT=5)
 };
 
 /// Builds `count` programs from `seed` on `device` and on INTERP and compares their values; each
-/// mismatch is a failed check naming the program.
-inline DifferentialResult compareWithInterpreter(const std::string &device, uint64_t seed, int count) {
+/// mismatch is a failed check naming the program. `rowOps` adds row operations to the programs;
+/// `refOpt` realizes the interpreter's side at that OPT level (default: the current one).
+inline DifferentialResult compareWithInterpreter(const std::string &device, uint64_t seed, int count,
+                                                 bool rowOps = false, std::optional<int> refOpt = std::nullopt) {
   DifferentialResult res;
   for (int p = 0; p < count; ++p) {
     uint64_t s = seed + static_cast<uint64_t>(p) * 7919;
     std::string desc;
-    Tensor dev = program(s, device, &desc);
-    Tensor ref = program(s, "INTERP", nullptr);
+    Tensor dev = program(s, device, &desc, rowOps);
+    bool rowKernel = false;
+    for (const auto &si : schedule(dev.lazydata()))
+      for (const LazyOp *x : si.ast->lazyops()) rowKernel = rowKernel || x->op == Op::Expand;
+    res.rowKernels += rowKernel;
+    dev.realize();
+    Tensor ref;
+    {
+      Config c = config();
+      if (refOpt) c.opt = *refOpt;
+      ScopedConfig scope(c);
+      ref = program(s, "INTERP", nullptr, rowOps);
+      ref.realize();
+    }
     INFO("program ", p, " (seed ", s, "): ", desc);
     REQUIRE(dev.shape() == ref.shape());
     REQUIRE(dev.dtype() == ref.dtype());

@@ -428,3 +428,16 @@ TEST_CASE("Tensor binary: integer maximum, minimum and clip at the dtype's edges
                 {1, 2.5});
   }
 }
+
+TEST_CASE("Tensor binary: where with a condition of a larger dtype than its values casts to the buffer's dtype") {
+  // `bool.gt(0)` is float32 (CMPLT keeps its inputs' max dtype, and the scalar 0 is float32 for a
+  // bool tensor), so the WHERE's buffer is float32 while its values are bool; the reference asserts
+  // "dtype mismatch" when scheduling this, lazyjit casts the kernel's result
+  Tensor a = Tensor::fromValues({1, 0, 1, 0}, Shape{4}, {dtypes::boolean, "CPU"});
+  Tensor b = Tensor::fromValues({1, 1, 0, 0}, Shape{4}, {dtypes::boolean, "CPU"});
+  Tensor w = a.gt(0).where(a, b);
+  CHECK(w.dtype() == dtypes::float32);
+  CHECK(w.toVector<float>() == std::vector<float>{1, 1, 1, 0});
+  Tensor wi = a.gt(0).where(a, b).cast(dtypes::int32) + 1;
+  CHECK(wi.toVector<int32_t>() == std::vector<int32_t>{2, 2, 2, 1});
+}
