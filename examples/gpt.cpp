@@ -56,9 +56,9 @@ int main(int argc, char **argv) {
     for (int32_t t : prompt) std::printf(" %d", t);
     std::printf("\ngenerated:");
     for (size_t i = prompt.size(); i < out.size(); ++i) std::printf(" %d", out[i]);
-    std::printf("\nkernels: %d compiled, %d from the disk cache, %d reused in memory over %d steps\n",
+    std::printf("\nkernels: %d compiled, %d from the disk cache, %d reused in memory over %d steps (OPT=%d)\n",
                 after.compiled - before.compiled, after.diskHits - before.diskHits,
-                after.memoryHits - before.memoryHits, count);
+                after.memoryHits - before.memoryHits, count, config().opt);
     return 0;
   } catch (const Error &e) {
     std::fprintf(stderr, "gpt: error: %s\n", e.what());

@@ -21,7 +21,7 @@ int main() {
     Tensor out = l3(l2(l1(x).relu()).relu()).logSoftmax();
 
     auto sched = schedule(out.lazydata());
-    std::printf("schedule of the MLP forward (%zu items):\n", sched.size());
+    std::printf("schedule of the MLP forward (%zu items, OPT=%d):\n", sched.size(), config().opt);
     int i = 0;
     for (const auto &si : sched) {
       if (!si.isKernel()) {

@@ -295,6 +295,7 @@ bool reduceVectorize(Kernel &k) {
 } // namespace
 
 void applyCPURowHeuristics(Kernel &k) {
+  k.rowScratch = true;
   // the output pass stores whole vectors of the last row axis: a cache line each, written past the
   // caches when the output is large (it is not read again by this kernel; the row's inputs are)
   DType out = k.bufs[0]->bufferDType();

@@ -69,6 +69,7 @@ void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
   // an element-wise node read by two or more passes that computes a transcendental function is
   // worth an L1-resident array per row (softmax's exp: computed by the sum's pass, read by the
   // output's); its operands are then not evaluated again, so only the outermost such node is kept
+  if (!k.rowScratch) return;
   const Shape &full = k.fullShape();
   int64_t rowElems = 1;
   for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {

@@ -56,6 +56,9 @@ public:
   /// CPU row kernels: the output pass writes `rowLanes` elements of the last row axis per vector
   /// store (0: a scalar loop the loop vectorizer widens). Chosen by the CPU heuristics.
   int64_t rowLanes = 0;
+  /// CPU row kernels: keep element-wise values that several passes read in a per-row scratch
+  /// array instead of computing them in each pass. Chosen by the CPU heuristics.
+  bool rowScratch = false;
 
   std::vector<Opt> appliedOpts;
   std::vector<int64_t> groupForReduce;
