@@ -98,7 +98,7 @@ private:
           return nullptr;
         }
       }
-      if (!seenRow || elems > kMaxRowKernelElements) return nullptr;
+      if (!seenRow || elems > kMaxRowKernelElements || elems < kMinRowKernelElements) return nullptr;
       rowAxes = axes;
       rowShape = r->shape;
     }

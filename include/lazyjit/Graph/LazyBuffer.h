@@ -170,8 +170,8 @@ LazyBuffer *getMovementRoot(LazyBuffer *root, bool allowContiguous = false);
 LazyBuffer *getMovementRootContiguous(LazyBuffer *x);
 
 /// The fusion flags of the current OPT level (lazy.py), read from Config at each use. Levels 0-4
-/// are the reference's; level 5 adds `rowFusion` (Schedule.cpp: reductions over a row and the
-/// element-wise work between them in one kernel), on devices that lower such kernels.
+/// are the reference's; level 5 is level 2 plus `rowFusion` (Schedule.cpp: reductions over a row
+/// and the element-wise work between them in one kernel), on devices that lower such kernels.
 struct FusionFlags {
   bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
   bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;

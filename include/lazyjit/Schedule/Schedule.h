@@ -47,6 +47,9 @@ bool rowKernelDevice(const std::string &device);
 /// The longest row (elements over the reduced axes) a row kernel is formed for: its passes after
 /// the first read the row from the cache.
 inline constexpr int64_t kMaxRowKernelElements = 1 << 16;
+/// The shortest: below it (a 2x2 pooling window) the per-row work of the passes outweighs what
+/// the reference's kernels, vectorized across rows, cost.
+inline constexpr int64_t kMinRowKernelElements = 8;
 /// The most reduces one row kernel computes; a chain of row operations beyond it is split into
 /// several kernels (each reduce's source is evaluated again by every pass that reads it).
 inline constexpr int kMaxRowKernelReduces = 6;

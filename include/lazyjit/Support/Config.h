@@ -13,12 +13,12 @@ namespace lazyjit {
 /// kernel synchronized), cache hits and reduce splits, 3 each scheduled item, 4 LLVM IR, PTX and
 /// the GPU heuristics' choices. Levels 5 to 7 log what 4 does.
 inline constexpr int kMaxDebugLevel = 7;
-/// The highest OPT level: 0-4 are the reference's, 5 adds row fusion (docs/architecture.md).
+/// The highest OPT level: 0-4 are the reference's, 5 is 2 plus row fusion (docs/architecture.md).
 inline constexpr int kMaxOptLevel = 5;
 
 struct Config {
   int debug = 0;                         ///< DEBUG: 0..kMaxDebugLevel, what is logged to stderr
-  int opt = 2;                           ///< OPT: the reference's fusion levels 0..4, and 5 (row fusion)
+  int opt = 2;                           ///< OPT: the reference's fusion levels 0..4, and 5 (2 + row fusion)
   bool lazyCache = true;                 ///< LAZYCACHE: dedup identical lazy ops
   int64_t reduceSplitThreshold = 32768;  ///< REDUCEOP_SPLIT_THRESHOLD
   bool mergeView = true;                 ///< MERGE_VIEW: fold reshapes into the last view
