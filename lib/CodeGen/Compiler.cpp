@@ -259,7 +259,7 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
   std::string axes;
   int fr = k.firstReduce(), n = static_cast<int>(k.shapeLen());
   for (int a = 0; a < n; ++a) {
-    const char *kind = k.rowKernel                                            ? (a < k.rowStart ? "global" : "row")
+    const char *kind = k.rowKernel ? (a >= k.rowStart ? "row" : a < fr ? "global" : "reduce")
                        : a < fr - k.localDims                                 ? "global"
                        : a < fr                                               ? "local"
                        : a < fr + static_cast<int>(k.groupForReduce.size())  ? "group"

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <unordered_set>
 
 namespace lazyjit {
 
@@ -22,8 +24,22 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
   for (const LazyOp *x : ops)
     if (x->op == Op::Expand && !expand) expand = x;
   rowKernel = expand != nullptr;
+  // a row kernel's reduces inside its EXPANDs are its row values; the one outside (if any) is the
+  // kernel's reduce, which its final pass accumulates
+  std::unordered_set<const LazyOp *> inRows;
+  if (rowKernel) {
+    std::vector<const LazyOp *> stack;
+    for (const LazyOp *x : ops)
+      if (x->op == Op::Expand) stack.push_back(x);
+    while (!stack.empty()) {
+      const LazyOp *x = stack.back();
+      stack.pop_back();
+      if (!inRows.insert(x).second) continue;
+      for (const auto &src : x->src) stack.push_back(src.op.get());
+    }
+  }
   for (const LazyOp *x : ops) {
-    if (isReduceOp(x->op) && !rowKernel) {
+    if (isReduceOp(x->op) && !inRows.count(x)) {
       LAZYJIT_USER_CHECK(!reduceop || *reduceop == *x, Error, "max one reduce op in an AST");
       if (!reduceop) reduceop = x;
     }
@@ -36,15 +52,22 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
   LAZYJIT_INTERNAL_CHECK(!bufs.empty() && bufs[0]->op == Op::Store && bufs[0]->memBuffer().idx == 0,
                          "buffer 0 is not the store buffer");
   if (reduceop) {
+    // the first leaf of the reduce's source (in a row kernel: the first of the source's shape,
+    // row values have another) has the full shape
+    bool found = false;
+    std::optional<Shape> full;
+    if (rowKernel) full = getLazyOpInfo(*reduceop->src[0].op).shape;
     for (const LazyOp *x : reduceop->lazyops()) {
-      if (!isBufferOp(x->op)) continue;
+      if (!isBufferOp(x->op) || (full && x->bufferSt().shape() != *full)) continue;
       for (size_t i = 0; i < bufs.size(); ++i)
         if (bufs[i]->op == x->op && argEqual(bufs[i]->arg, x->arg)) {
           fullBufIndex = i;
           break;
         }
+      found = true;
       break;
     }
+    LAZYJIT_USER_CHECK(found, UnsupportedError, "kernel: the reduce of a row kernel reads no buffer of its shape");
   }
   for (const LazyOp *b : bufs) sts.push_back(b->bufferSt());
   for (size_t i = 1; i < sts.size(); ++i)
@@ -55,11 +78,16 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
   // move all reduce axes to the end (a row kernel: its row axes)
   std::vector<int64_t> keep, red;
   const Shape &rowShape = rowKernel ? getLazyOpInfo(*expand->src[0].op).shape : fullShape();
-  for (size_t i = 0; i < shapeLen(); ++i)
-    (pyEq(fullShape()[i], outputShape()[i]) && pyEq(fullShape()[i], rowShape[i]) ? keep : red)
-        .push_back(static_cast<int64_t>(i));
-  rowStart = static_cast<int>(keep.size());
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < shapeLen(); ++i) {
+    auto a = static_cast<int64_t>(i);
+    if (!pyEq(fullShape()[i], rowShape[i])) rows.push_back(a); // (a row kernel's reduce reduces these too)
+    else if (pyEq(fullShape()[i], outputShape()[i])) keep.push_back(a);
+    else red.push_back(a);
+  }
   keep.insert(keep.end(), red.begin(), red.end());
+  rowStart = static_cast<int>(keep.size());
+  keep.insert(keep.end(), rows.begin(), rows.end());
   reshapeAndPermute(nullptr, &keep);
 
   simplifyOnes();

@@ -209,7 +209,7 @@ void CPULowerer::emitRangeFunction(const std::string &symbol) {
     varValues[*vars[i]->expr] =
         rb.CreateAlignedLoad(rb.getInt64Ty(), rb.CreateConstInBoundsGEP1_64(rb.getInt64Ty(), rf->getArg(0), i), Align(8));
   Value *extent;
-  if (k.rowKernel ? k.rowStart == 0 : k.firstReduce() == 0) {
+  if ((k.rowKernel && !k.reduceop ? k.rowStart : k.firstReduce()) == 0) {
     extent = rb.getInt64(1);
   } else {
     IRBuilderBase::InsertPointGuard guard(b);

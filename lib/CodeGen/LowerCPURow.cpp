@@ -140,11 +140,15 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   std::vector<NodeRef> idxs(n);
   std::vector<const LazyOp *> order = rowNodes();
   const LazyOp &top = *k.bufs[0]->src[0].op;
+  // a row kernel with a reduce outside its EXPANDs: the final pass accumulates it
+  const LazyOp *topReduce = k.reduceop;
+  int fr = topReduce ? k.firstReduce() : rs;
+  const LazyOp &finalRoot = topReduce ? *topReduce->src[0].op : top;
   {
     std::vector<const LazyOp *> passes;
     for (const LazyOp *x : order)
       if (isReduceOp(x->op)) passes.push_back(x->src[0].op.get());
-    passes.push_back(&top);
+    passes.push_back(&finalRoot);
     planRowScratch(passes);
   }
   // the element's index within its row, for the scratch arrays
@@ -223,7 +227,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     return ok;
   };
 
-  auto row = [&] {
+  std::function<Value *(Value *)> row = [&](Value *acc) -> Value * {
     rowValues.clear();
     std::vector<NodeRef> atRowStart = idxs;
     for (int a = rs; a < n; ++a) atRowStart[a] = numNode(0);
@@ -273,7 +277,17 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       rowValues[x] = Val{acc[0], rdt};
     }
     std::vector<NodeRef> ix = idxs;
-    if (vectorPass(&top)) {
+    if (topReduce) {
+      // the final pass accumulates the kernel's reduce over the row (a scalar loop)
+      DType rdt = dtypeOf(*topReduce);
+      Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
+      std::vector<Value *> next = rowLoops(rs, ix, {acc}, [&](const std::vector<Value *> &cur) {
+        if (!rowScratch.empty()) setRowIndex();
+        Val v = vb.convert(eval(finalRoot, ix, nullptr), rdt, false);
+        return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
+      });
+      acc = next[0];
+    } else if (vectorPass(&top)) {
       // row values are splat, scratch arrays read a vector at a time
       lanes = k.rowLanes;
       bool prefetch = pass == 1;
@@ -292,19 +306,45 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     lanes = 0;
     endPass();
     for (auto &[x, sc] : rowScratch) sc.filled = false; // the next row computes them again
+    return acc;
   };
 
-  if (rs == 0) {
-    // a single row: the body runs once, for the range [0, 1)
-    BasicBlock *body = BasicBlock::Create(ctx, "once", fn), *done = BasicBlock::Create(ctx, "once.exit", fn);
-    b.CreateCondBr(b.CreateICmpSLT(start, end), body, done);
-    b.SetInsertPoint(body);
-    row();
+  // a single run for the range [0, 1) when no axis is split across threads
+  auto once = [&](const std::function<void()> &body) {
+    BasicBlock *bb = BasicBlock::Create(ctx, "once", fn), *done = BasicBlock::Create(ctx, "once.exit", fn);
+    b.CreateCondBr(b.CreateICmpSLT(start, end), bb, done);
+    b.SetInsertPoint(bb);
+    body();
     b.CreateBr(done);
     b.SetInsertPoint(done);
-  } else {
-    outerLoops(0, rs, idxs, start, end, row);
+  };
+  if (!topReduce) {
+    auto plain = [&] { row(nullptr); };
+    if (rs == 0) once(plain);
+    else outerLoops(0, rs, idxs, start, end, plain);
+    return;
   }
+  // a row kernel with a reduce: per output element, loops over the reduced outer axes [fr, rs)
+  // carry the accumulator through every row's passes
+  auto body = [&] {
+    DType rdt = dtypeOf(*topReduce);
+    std::function<Value *(int, Value *)> reduceLoops = [&](int axis, Value *acc) -> Value * {
+      if (axis >= rs) return row(acc);
+      std::string name = "ridx" + std::to_string(axis);
+      idxs[axis] = variable(name, 0, full[axis] - 1);
+      return loop(name, i64(0), renderSInt(full[axis]), mayBeEmpty(full[axis]), {acc},
+                  [&, axis, name](Value *iv, const std::vector<Value *> &c) {
+                    varValues[name] = iv;
+                    return std::vector<Value *>{reduceLoops(axis + 1, c[0])};
+                  })[0];
+    };
+    Val acc{reduceLoops(fr, vb.reduceInit(topReduce->op, rdt).v), rdt};
+    std::vector<NodeRef> out = idxs;
+    for (int a = fr; a < n; ++a) out[a] = numNode(0);
+    storeOutput(out, eval(top, out, &acc));
+  };
+  if (fr == 0) once(body);
+  else outerLoops(0, fr, idxs, start, end, body);
 }
 
 } // namespace lazyjit

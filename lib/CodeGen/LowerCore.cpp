@@ -305,6 +305,11 @@ std::vector<const LazyOp *> KernelEmitter::rowNodes() {
     rowCanon[done] = it->second;
     if (fresh) order.push_back(done);
   }
+  // the kernel's own reduce (outside every EXPAND) is not a row value
+  if (k.reduceop) {
+    std::erase_if(order, [&](const LazyOp *x) { return *x == *k.reduceop; });
+    std::erase_if(rowCanon, [&](const auto &kv) { return *kv.first == *k.reduceop; });
+  }
   return order;
 }
 

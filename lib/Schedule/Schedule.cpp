@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace lazyjit {
 
@@ -54,6 +55,9 @@ public:
     return m.empty() ? op : op->mapBuffers(m);
   }
   bool fused() const { return !expands.empty(); }
+  const std::vector<bool> &axes() const { return rowAxes; }
+  /// elementwiseOf, for a reduce's source that is a buffer.
+  LazyOpRef computeHere(LazyBuffer *b) { return elementwiseOf(b); }
 
 private:
   const Shape &shape;
@@ -164,6 +168,49 @@ private:
   }
 };
 
+// Whether `op` reads a LazyBuffer of shape `full` outside its EXPANDs (a row kernel's final pass
+// needs a leaf of the kernel's shape).
+bool readsOutsideRows(const LazyOp &op, const Shape &full) {
+  std::vector<const LazyOp *> stack{&op};
+  std::unordered_set<const LazyOp *> seen;
+  while (!stack.empty()) {
+    const LazyOp *x = stack.back();
+    stack.pop_back();
+    if (x->op == Op::Expand || !seen.insert(x).second) continue;
+    for (const auto &s : x->src) {
+      if (s.isBuffer()) {
+        if (s.buf->shape == full) return true;
+      } else {
+        stack.push_back(s.op.get());
+      }
+    }
+  }
+  return false;
+}
+
+// Row fusion inside a reduce's source (OPT=5): cross-entropy's sum of log_softmax(x) * y computes
+// the row's max and sum itself. The reduce must reduce every row axis, so that each row's values
+// are complete before its final pass accumulates.
+LazyOpRef rowFuseReduce(const LazyOpRef &reduce, const LazyBuffer &buf) {
+  if (!FusionFlags::current().rowFusion || !rowKernelDevice(buf.device) || !buf.op->src[0].isBuffer()) return reduce;
+  const Shape &full = buf.op->src[0].buf->shape;
+  RowFusion rows(full);
+  const LazySrc &src = reduce->src[0];
+  LazyOpRef fused;
+  if (src.isBuffer()) {
+    LazyOpRef t = rows.computeHere(src.buf.get());
+    if (!t) return reduce;
+    fused = t;
+  } else {
+    fused = rows.inlineBroadcasts(src.op);
+  }
+  if (!rows.fused() || !readsOutsideRows(*fused, full)) return reduce;
+  const Shape &out = reduce->shapeArg();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (rows.axes()[i] && !pyEq(out[i], 1)) return reduce;
+  return LazyOp::make(reduce->op, {LazySrc(fused)}, reduce->arg);
+}
+
 // _ast_binaryops: late-merges one upstream reduce (and the elementwise op above it) into the
 // elementwise kernel that consumes it.
 LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::string &device) {
@@ -201,7 +248,7 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
   if (FusionFlags::current().mergeOneReduceIntoElementwise && !psrcs.empty()) {
     // NOTE: right now we can't handle multiple, as we'd have to check for loop
     auto [buf, root] = psrcs[0];
-    LazyOpRef top = astReduceOps(*root->op);
+    LazyOpRef top = rowFuseReduce(astReduceOps(*root->op), *root);
     *slot(buf.get()) = LazySrc(top);
     // the reduce op buffers are not modified
     for (LazyBuffer *x : top->buffers()) {
@@ -375,7 +422,7 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
     if (b->optype == OpType::Binary)
       op = astBinaryOps(op, b->shape, b->device);
     else if (b->optype == OpType::Reduce)
-      op = astReduceOps(*op);
+      op = rowFuseReduce(astReduceOps(*op), *b);
     stack.push_back(Frame{std::move(b), std::move(op)});
   };
   std::vector<ScheduleItem> ret;

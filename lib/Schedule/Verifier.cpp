@@ -8,6 +8,7 @@
 
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace lazyjit {
 
@@ -157,8 +158,29 @@ private:
   }
 
   // A row kernel (OPT=5): every EXPAND broadcasts a value of one row shape back to the kernel's
-  // shape, and every reduce goes from the kernel's shape to that row shape.
-  void checkRowKernel(const Shape &full) {
+  // shape, and every reduce inside an EXPAND goes from the kernel's shape to that row shape. The
+  // kernel's shape is the STORE's, or the input shape of the one reduce outside the EXPANDs (the
+  // final pass accumulates it), which must reduce every row axis.
+  void checkRowKernel(const Shape &stored) {
+    std::unordered_set<const LazyOp *> inRows;
+    std::vector<const LazyOp *> stack(expands.begin(), expands.end());
+    while (!stack.empty()) {
+      const LazyOp *x = stack.back();
+      stack.pop_back();
+      if (!inRows.insert(x).second) continue;
+      for (const auto &s : x->src) stack.push_back(s.op.get());
+    }
+    const LazyOp *top = nullptr;
+    std::vector<const LazyOp *> rowReduces;
+    for (const LazyOp *r : reduces) {
+      if (inRows.count(r)) {
+        rowReduces.push_back(r);
+      } else {
+        if (top) reject("a row kernel has at most one reduce outside its EXPANDs, this one has two");
+        top = r;
+      }
+    }
+    const Shape &full = top ? memo.at(top->src[0].op.get()) : stored;
     const Shape &row = memo.at(expands[0]->src[0].op.get());
     for (const LazyOp *e : expands) {
       if (e->shapeArg() != full)
@@ -169,7 +191,13 @@ private:
                            renderShape(row), renderShape(memo.at(e->src[0].op.get()))));
     }
     if (row == full) reject(fmt::format("MovementOps.EXPAND of {} to itself", renderShape(full)));
-    for (const LazyOp *r : reduces)
+    if (top)
+      for (size_t i = 0; i < row.size(); ++i)
+        if (row[i] != full[i] && top->shapeArg()[i] != SInt(1))
+          reject(fmt::format("{} of {} to {} keeps dim {}, a row axis of the row kernel: its final pass must "
+                             "reduce the rows",
+                             opName(top->op), renderShape(full), renderShape(top->shapeArg()), i));
+    for (const LazyOp *r : rowReduces)
       if (memo.at(r->src[0].op.get()) != full || r->shapeArg() != row)
         reject(fmt::format("{} of {} to {} in a row kernel of shape {} and row shape {}: its reduces go from "
                            "the one to the other",

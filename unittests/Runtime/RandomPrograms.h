@@ -187,6 +187,8 @@ inline Tensor program(uint64_t seed, const std::string &dev, std::string *desc, 
   DType dt = r.pick(kDTypes);
   DType dt2 = r.chance(70) ? dt : r.pick(kDTypes);
   std::vector<int64_t> sa = randomShape(r);
+  // row operations fuse for rows of kMinRowKernelElements (8) or more
+  if (rowOps && r.chance(70)) sa.back() = r.range(8, 20);
   // b broadcasts against a: some of a's dims replaced by 1, maybe fewer dims
   std::vector<int64_t> sb;
   for (size_t i = r.chance(30) ? 1 : 0; i < sa.size(); ++i) sb.push_back(r.chance(30) ? 1 : sa[i]);

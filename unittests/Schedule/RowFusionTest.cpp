@@ -167,6 +167,58 @@ TEST_CASE("RowFusion: the fused kernels agree with OPT=2 on the CPU and with the
   }
 }
 
+TEST_CASE("RowFusion: a reduce of row-fused values is one kernel whose final pass accumulates") {
+  // log-sum-exp over the rows, a weighted sum of softmax over everything, and cross-entropy
+  std::vector<int64_t> shape{24, 40};
+  std::vector<double> xv = values(shape, 31), wv = values(shape, 32);
+  auto lse = [](const Tensor &x) {
+    Tensor m = x.max(std::vector<int64_t>{-1}, true);
+    return (x - m).exp().sum(std::vector<int64_t>{-1}, true).log() + m;
+  };
+  auto weighted = [](const Tensor &x, const Tensor &w) { return (x.softmax() * w).sum(); };
+  std::vector<float> lse2, w2, ce2;
+  size_t lseKernels2, wKernels2, ceKernels2;
+  Tensor labels = Tensor::fromValues({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4}, Shape{24},
+                                     {dtypes::int32, "CPU"});
+  {
+    AtOpt opt(2);
+    Tensor x = input(shape, 31), w = input(shape, 32);
+    lseKernels2 = kernelsOf(lse(x)).size();
+    wKernels2 = kernelsOf(weighted(x, w)).size();
+    ceKernels2 = kernelsOf(x.sparseCategoricalCrossentropy(labels)).size();
+    lse2 = lse(x).toVector<float>();
+    w2 = weighted(x, w).toVector<float>();
+    ce2 = x.sparseCategoricalCrossentropy(labels).toVector<float>();
+  }
+  AtOpt opt(5);
+  Tensor x = input(shape, 31), w = input(shape, 32);
+  // log-sum-exp: `+ m` reads the max as well, so it is realized at both levels (two kernels); at
+  // OPT=5 the sum's kernel computes the max of its row itself instead of loading it
+  CHECK(lseKernels2 == 2);
+  auto lk = kernelsOf(lse(x));
+  REQUIRE(lk.size() == 2);
+  CHECK(countOps(*lk[1].ast, Op::Expand) == 1);
+  CHECK(wKernels2 == 4);
+  auto wk = kernelsOf(weighted(x, w));
+  REQUIRE(wk.size() == 1);
+  CHECK_NOTHROW(verifyAst(*wk[0].ast));
+  KernelSignature sig = describeKernel(wk[0].ast, TargetSpec::host(), CompileOptions{});
+  CHECK(sig.kernelSummary.find("axes 24:reduce 40:row") != std::string::npos);
+  // cross-entropy: the max and the sum of log_softmax go into the final reduce's kernel
+  CHECK(ceKernels2 == 6);
+  CHECK(kernelsOf(x.sparseCategoricalCrossentropy(labels)).size() == 4);
+  // values: against OPT=2 and the closed forms
+  std::vector<double> want(lse2.begin(), lse2.end());
+  checkClose(lse(x).toVector<float>(), want);
+  std::vector<double> sm = rowwise(xv, shape[1], softmaxRow);
+  double ws = 0;
+  for (size_t i = 0; i < sm.size(); ++i) ws += sm[i] * static_cast<float>(wv[i]);
+  checkClose(weighted(x, w).toVector<float>(), {ws}, 1e-5);
+  checkClose(w2, {ws}, 1e-5);
+  checkClose(x.sparseCategoricalCrossentropy(labels).toVector<float>(), std::vector<double>(ce2.begin(), ce2.end()));
+  checkClose(weighted(input(shape, 31, "INTERP"), input(shape, 32, "INTERP")).toVector<float>(), {ws}, 1e-5);
+}
+
 TEST_CASE("RowFusion: vector passes (rows of whole vectors, several row axes) agree with the scalar lowering") {
   // rows that are a multiple of the vector width take the vector passes (unrolled partial
   // results, the scratch array read back as vectors, prefetches of the next row); NOOPT lowers
@@ -266,6 +318,11 @@ TEST_CASE("RowFusion: what does not fuse keeps the kernels of OPT=2, the level O
     CHECK(a == 4);
     CHECK(b == a);
   }
+  SUBCASE("rows shorter than kMinRowKernelElements (a 2x2 pooling window)") {
+    auto [a, b] = both([] { return input({64, kMinRowKernelElements - 1}, 3).softmax(); });
+    CHECK(a == 4);
+    CHECK(b == a);
+  }
   SUBCASE("a broadcast of a reduce over all axes") {
     // x - x.max() reduces to a (1, 1) buffer: the row would be the whole tensor, one thread
     auto [a, b] = both([] {
@@ -348,6 +405,11 @@ TEST_CASE("RowFusion: the verifier states the row kernel's rules") {
       verifyAst(*store(add(load(full), expand(reduce(reduce(load(full), row), Shape{1, 1}), full)), full)),
       doctest::Contains("its reduces go from the one to the other"), Error);
   // an EXPAND to its own shape, and one that is not a broadcast
+  // a reduce outside the EXPANDs must reduce the row axes: its final pass accumulates whole rows
+  CHECK_NOTHROW(verifyAst(*store(LazySrc(LazyOp::make(Op::Sum, {add(load(full), expand(reduce(load(full), row), full))}, Shape{1, 1})), Shape{1, 1})));
+  CHECK_THROWS_WITH_AS(
+      verifyAst(*store(LazySrc(LazyOp::make(Op::Sum, {add(load(full), expand(reduce(load(full), row), full))}, col)), col)),
+      doctest::Contains("keeps dim 1, a row axis of the row kernel"), Error);
   CHECK_THROWS_WITH_AS(verifyAst(*store(expand(load(full), full), full)),
                        doctest::Contains("MovementOps.EXPAND of (4, 8) to itself"), Error);
   CHECK_THROWS_WITH_AS(verifyAst(*store(expand(load(Shape{4, 2}), full), full)),
