@@ -80,14 +80,27 @@ std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize) {
 // For a reduce over inputs broadcast along different axes: an output axis along which an input
 // that is broadcast along the vector axis varies, and every input that varies along the vector
 // axis is broadcast.
+// Which of the kernel's buffers its reduce reads (the others are read after it, once per output
+// element: a backward pass's relu mask): only those decide the register tile.
+std::vector<bool> reduceInputs(const Kernel &k) {
+  std::vector<bool> in(k.bufs.size(), !k.reduceop);
+  if (!k.reduceop) return in;
+  for (const LazyOp *x : k.reduceop->lazyops())
+    if (isBufferOp(x->op))
+      for (size_t i = 1; i < k.bufs.size(); ++i)
+        if (k.bufs[i]->op == x->op && argEqual(k.bufs[i]->arg, x->arg)) in[i] = true;
+  return in;
+}
+
 std::optional<size_t> findTileAxis(const Kernel &k, size_t vec) {
   int fr = k.firstReduce();
   std::optional<size_t> best;
+  std::vector<bool> inReduce = reduceInputs(k);
   for (int a = 0; a < fr; ++a) {
     if (static_cast<size_t>(a) == vec || !isIntSize(k, a) || k.fullShape()[a].asInt() < 2) continue;
     bool reuse = true, someVaries = false;
     for (size_t i = 1; i < k.bufs.size() && reuse; ++i) {
-      if (k.bufs[i]->op == Op::Const) continue;
+      if (k.bufs[i]->op == Op::Const || !inReduce[i]) continue;
       auto sv = strideOf(k, i, vec), sa = strideOf(k, i, a);
       if (!sv || !sa) {
         // a masked input (padding): treat it by its raw view strides
@@ -156,7 +169,10 @@ bool tileDotProducts(Kernel &k, bool wide) {
   if (!k.reduceop || lastRed < fr || !isIntSize(k, lastRed) || k.fullShape()[lastRed].asInt() < 16) return false;
   bool anyUnit = false;
   if (!unitOrBroadcastAlong(k, static_cast<size_t>(lastRed), &anyUnit) || !anyUnit) return false;
-  // output axes a < b: one input varies along a only, another along b only, none along both
+  // output axes a < b: one input of the reduce varies along a only, another along b only, none
+  // along both (buffers read after the reduce, once per output, may vary along both: the relu mask
+  // a backward pass multiplies its input gradient with)
+  std::vector<bool> inReduce = reduceInputs(k);
   int64_t rows = wide ? 4 : 2, cols = 4;
   for (int b = fr - 1; b >= 1; --b)
     for (int a = b - 1; a >= 0; --a) {
@@ -165,7 +181,7 @@ bool tileDotProducts(Kernel &k, bool wide) {
         continue;
       bool alongA = false, alongB = false, ok = true;
       for (size_t i = 1; i < k.bufs.size() && ok; ++i) {
-        if (k.bufs[i]->op == Op::Const) continue;
+        if (k.bufs[i]->op == Op::Const || !inReduce[i]) continue;
         auto sa = strideOf(k, i, a), sb = strideOf(k, i, b);
         if (!sa || !sb || (*sa != 0 && *sb != 0)) ok = false;
         else if (strideOf(k, i, lastRed) == 1) {

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <functional>
+#include <set>
 
 using namespace lazyjit;
 
@@ -54,6 +55,7 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
   Tensor lin = rnd({96, 48}, 10), odd3 = rnd({13, 48}, 16);
   Tensor img20 = rnd({2, 3, 24, 24}, 17), w5 = rnd({6, 3, 5, 5}, 18), cols25 = rnd({48, 25}, 19);
   Tensor gx = rnd({2, 8, 10, 10}, 20), gw = rnd({16, 8, 3, 3}, 21);
+  Tensor mask = rnd({64, 96}, 22).gt(0);
   // a conv layer's input or weight gradient (relu keeps the output gradient a real buffer)
   auto convGrad = [&](bool input) {
     Tensor x = gx.detach().setRequiresGrad(true), w = gw.detach().setRequiresGrad(true);
@@ -76,6 +78,10 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       {"x @ w.T (nn.Linear's form): dot-product tiles", [&] { return a.matmul(lin.transpose(0, 1)).add(c).relu(); },
        {OptOp::Upcast}},
       {"x @ w.T with odd rows", [&] { return odd3.matmul(lin.transpose(0, 1)); }, {}},
+      // a buffer read after the reduce that varies along both output axes (the relu mask of a
+      // linear layer's input gradient) does not stop the register tile
+      {"matmul * mask", [&] { return a.matmul(b).mul(mask); }, {OptOp::Upcast}},
+      {"x @ w.T * mask", [&] { return a.matmul(lin.transpose(0, 1)).mul(mask); }, {OptOp::Upcast}},
       // odd vector axes: padded (PADTO) on AVX-512, narrower vectors elsewhere
       {"conv2d 5x5 with a 20-wide output", [&] { return img20.conv2d(w5); }, {}},
       {"matmul with 25 columns", [&] { return a.matmul(cols25); }, {}},
@@ -117,6 +123,23 @@ TEST_CASE("CPU optimizations: a matmul kernel is tiled and its options are repor
   KernelSignature plain = describeKernel(sched.back().ast, TargetSpec::host(), noopt);
   CHECK(plain.opts.empty());
   CHECK(plain.name == "r_256_256_256");
+}
+
+TEST_CASE("CPU optimizations: a matmul times a mask of its output's shape keeps its register tile") {
+  // only the reduce's inputs decide the tile; the mask is read once per output element. Both the
+  // x @ W form (vector along the output) and the x @ W.T form (dot products) tile two axes.
+  Tensor a = Tensor::empty({256, 256}), b = Tensor::empty({256, 256}), m = Tensor::empty({256, 256});
+  for (bool transposed : {false, true}) {
+    CAPTURE(transposed);
+    Tensor y = (transposed ? a.matmul(b.transpose(0, 1)) : a.matmul(b)).mul(m);
+    auto sched = schedule(y.lazydata());
+    REQUIRE(sched.back().isKernel());
+    KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
+    std::set<int64_t> upcastAxes;
+    for (const auto &o : sig.opts)
+      if (o.op == OptOp::Upcast) upcastAxes.insert(o.axis);
+    CHECK(upcastAxes.size() >= 2);
+  }
 }
 
 TEST_CASE("CPU optimizations: large element-wise outputs are written with streaming stores") {
