@@ -111,25 +111,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   bool vec = vecAxis >= 0;
 
   // the innermost part: accumulate (if there is a reduce) and store every output-upcast element
-  std::function<void(int)> globals = [&](int axis) {
-    if (axis < fr) {
-      std::string name = "gidx" + std::to_string(axis);
-      idxs[axis] = variable(name, 0, full[axis] - 1);
-      Value *lo = i64(0), *hi = renderSInt(full[axis]);
-      if (axis == 0) {
-        // the launcher's chunk, clamped to the axis: besides keeping a bad range in bounds, this
-        // gives LLVM the loop's maximum trip count, so a 2-iteration outer loop is not
-        // vectorized 32 wide with runtime checks and epilogues (a 77-line kernel became 2,700)
-        lo = b.CreateBinaryIntrinsic(Intrinsic::smax, start, lo, nullptr, "start.c");
-        hi = b.CreateBinaryIntrinsic(Intrinsic::smin, end, hi, nullptr, "end.c");
-      }
-      loop(name, lo, hi, axis == 0 || mayBeEmpty(full[axis]), {}, [&](Value *iv, const std::vector<Value *> &) {
-        varValues[name] = iv;
-        globals(axis + 1);
-        return std::vector<Value *>{};
-      });
-      return;
-    }
+  auto inner = [&] {
     std::vector<Val> accs;
     if (k.reduceop) {
       DType rdt = dtypeOf(*k.reduceop);
@@ -184,17 +166,46 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     }
   };
 
-  if (fr == 0) {
-    // no global axis: the body runs once, for the range [0, 1)
-    BasicBlock *body = BasicBlock::Create(ctx, "once", fn), *done = BasicBlock::Create(ctx, "once.exit", fn);
-    b.CreateCondBr(b.CreateICmpSLT(start, end), body, done);
-    b.SetInsertPoint(body);
-    globals(0);
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  } else {
-    globals(0);
+  globalLoops(fr, idxs, start, end, inner);
+}
+
+void CPULowerer::globalLoops(int count, std::vector<NodeRef> &idxs, Value *start, Value *stop,
+                             const std::function<void()> &body) {
+  if (count > 0) {
+    outerLoops(0, count, idxs, start, stop, body);
+    return;
   }
+  // no global axis: the body runs once, for the range [0, 1)
+  BasicBlock *bb = BasicBlock::Create(ctx, "once", fn), *done = BasicBlock::Create(ctx, "once.exit", fn);
+  b.CreateCondBr(b.CreateICmpSLT(start, stop), bb, done);
+  b.SetInsertPoint(bb);
+  body();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
+void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, Value *start, Value *stop,
+                            const std::function<void()> &body) {
+  if (axis >= endAxis) {
+    body();
+    return;
+  }
+  const Shape &full = k.fullShape();
+  std::string name = "gidx" + std::to_string(axis);
+  idxs[axis] = variable(name, 0, full[axis] - 1);
+  Value *lo = i64(0), *hi = renderSInt(full[axis]);
+  if (axis == 0) {
+    // the launcher's chunk, clamped to the axis: besides keeping a bad range in bounds, this
+    // gives LLVM the loop's maximum trip count, so a 2-iteration outer loop is not
+    // vectorized 32 wide with runtime checks and epilogues (a 77-line kernel became 2,700)
+    lo = b.CreateBinaryIntrinsic(Intrinsic::smax, start, lo, nullptr, "start.c");
+    hi = b.CreateBinaryIntrinsic(Intrinsic::smin, stop, hi, nullptr, "end.c");
+  }
+  loop(name, lo, hi, axis == 0 || mayBeEmpty(full[axis]), {}, [&](Value *iv, const std::vector<Value *> &) {
+    varValues[name] = iv;
+    outerLoops(axis + 1, endAxis, idxs, start, stop, body);
+    return std::vector<Value *>{};
+  });
 }
 
 void CPULowerer::emitRangeFunction(const std::string &symbol) {

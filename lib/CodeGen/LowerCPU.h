@@ -35,7 +35,10 @@ private:
   void prefetchNextRow(const std::vector<NodeRef> &vix);
   /// The most stack a row kernel's scratch arrays may take (per thread).
   static constexpr int64_t kMaxRowScratchBytes = 256 * 1024;
-  /// The loops over the outer axes [axis, rowStart) (the first split across threads), `body` inside.
+  /// The loops over the global axes [0, count), the first over the launcher's chunk [start, stop)
+  /// (with no global axis, `body` runs once for the range [0, 1)), `body` inside.
+  void globalLoops(int count, std::vector<NodeRef> &idxs, Value *start, Value *stop,
+                   const std::function<void()> &body);
   void outerLoops(int axis, int end, std::vector<NodeRef> &idxs, Value *start, Value *stop,
                   const std::function<void()> &body);
   void emitRangeFunction(const std::string &symbol);

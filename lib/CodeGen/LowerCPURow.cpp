@@ -21,28 +21,6 @@ namespace lazyjit {
 
 using namespace llvm;
 
-void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, Value *start, Value *stop,
-                            const std::function<void()> &body) {
-  if (axis >= endAxis) {
-    body();
-    return;
-  }
-  const Shape &full = k.fullShape();
-  std::string name = "gidx" + std::to_string(axis);
-  idxs[axis] = variable(name, 0, full[axis] - 1);
-  Value *lo = i64(0), *hi = renderSInt(full[axis]);
-  if (axis == 0) {
-    // the launcher's chunk, clamped to the axis (see emitBody)
-    lo = b.CreateBinaryIntrinsic(Intrinsic::smax, start, lo, nullptr, "start.c");
-    hi = b.CreateBinaryIntrinsic(Intrinsic::smin, stop, hi, nullptr, "end.c");
-  }
-  loop(name, lo, hi, axis == 0 || mayBeEmpty(full[axis]), {}, [&](Value *iv, const std::vector<Value *> &) {
-    varValues[name] = iv;
-    outerLoops(axis + 1, endAxis, idxs, start, stop, body);
-    return std::vector<Value *>{};
-  });
-}
-
 namespace {
 
 // The nodes each pass over the row evaluates per element: its tree down to the leaves and the row
@@ -309,19 +287,8 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     return acc;
   };
 
-  // a single run for the range [0, 1) when no axis is split across threads
-  auto once = [&](const std::function<void()> &body) {
-    BasicBlock *bb = BasicBlock::Create(ctx, "once", fn), *done = BasicBlock::Create(ctx, "once.exit", fn);
-    b.CreateCondBr(b.CreateICmpSLT(start, end), bb, done);
-    b.SetInsertPoint(bb);
-    body();
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  };
   if (!topReduce) {
-    auto plain = [&] { row(nullptr); };
-    if (rs == 0) once(plain);
-    else outerLoops(0, rs, idxs, start, end, plain);
+    globalLoops(rs, idxs, start, end, [&] { row(nullptr); });
     return;
   }
   // a row kernel with a reduce: per output element, loops over the reduced outer axes [fr, rs)
@@ -343,8 +310,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     for (int a = fr; a < n; ++a) out[a] = numNode(0);
     storeOutput(out, eval(top, out, &acc));
   };
-  if (fr == 0) once(body);
-  else outerLoops(0, fr, idxs, start, end, body);
+  globalLoops(fr, idxs, start, end, body);
 }
 
 } // namespace lazyjit

@@ -17,28 +17,27 @@ TEST_CASE("Differential: 300 random programs give the same values on CPU and in 
   CHECK(res.checked == kPrograms);
 }
 
+namespace {
+// Programs with row operations at OPT=5 on `device` against the interpreter at OPT=2; a fifth of
+// them at least must form a row kernel, or the comparison says little.
+void compareRowPrograms(const std::string &device, uint64_t seed, int programs) {
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  auto res = randomprograms::compareWithInterpreter(device, seed, programs, true, 2);
+  MESSAGE(device, ", seed ", seed, ": ", res.checked, " programs (", res.rowKernels, " with a row kernel), ",
+          res.elements, " elements compared");
+  CHECK(res.checked == programs);
+  CHECK(res.rowKernels >= programs / 5);
+}
+} // namespace
+
 TEST_CASE("Differential: 200 random programs with row operations at OPT=5 give OPT=2's values in the interpreter") {
   // row operations (softmax, log_softmax, layernorm, reduces broadcast back) fuse into row kernels
   // at OPT=5 on the CPU; the interpreter computes the same programs with the reference's kernels
-  constexpr uint64_t kSeed = 0x0e7a5f05ULL;
-  constexpr int kPrograms = 200;
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
-  auto res = randomprograms::compareWithInterpreter("CPU", kSeed, kPrograms, true, 2);
-  MESSAGE("seed ", kSeed, ": ", res.checked, " programs (", res.rowKernels, " with a row kernel), ", res.elements,
-          " elements compared");
-  CHECK(res.checked == kPrograms);
-  CHECK(res.rowKernels >= kPrograms / 5);
+  compareRowPrograms("CPU", 0x0e7a5f05ULL, 200);
 }
 
 TEST_CASE("Differential: the interpreter's row kernels at OPT=5 agree with its OPT=2 kernels") {
-  constexpr uint64_t kSeed = 0x5eed0005ULL;
-  constexpr int kPrograms = 120;
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
-  auto res = randomprograms::compareWithInterpreter("INTERP", kSeed, kPrograms, true, 2);
-  CHECK(res.checked == kPrograms);
-  CHECK(res.rowKernels >= kPrograms / 5);
+  compareRowPrograms("INTERP", 0x5eed0005ULL, 120);
 }
