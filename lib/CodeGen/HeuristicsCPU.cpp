@@ -318,9 +318,12 @@ void applyCPURowHeuristics(Kernel &k) {
   if (!(out == dtypes::float32 || out == dtypes::float64) || !allFloat(k)) return;
   const SInt &last = k.fullShape().back();
   int64_t lanes = std::min<int64_t>(k.opts.vectorBits / 8, 64) / out.itemsize();
-  if (static_cast<int>(k.shapeLen()) <= k.rowStart || !last.isInt() || last.asInt() % lanes != 0) return;
+  if (static_cast<int>(k.shapeLen()) <= k.rowStart || !last.isInt() || last.asInt() < lanes) return;
+  // a single row axis may end in a scalar tail; the last of several must be whole vectors
+  bool whole = last.asInt() % lanes == 0;
+  if (!whole && static_cast<int>(k.shapeLen()) - k.rowStart != 1) return;
   k.rowLanes = lanes;
-  k.streamingStores = lanes * out.itemsize() == 64 && outputBytes(k) >= kStreamingStoreBytes;
+  k.streamingStores = whole && lanes * out.itemsize() == 64 && outputBytes(k) >= kStreamingStoreBytes;
 }
 
 void applyCPUHeuristics(Kernel &k) {

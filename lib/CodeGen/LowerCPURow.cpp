@@ -195,8 +195,24 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     return loops(rs, carried);
   };
   // whether a pass evaluating `root` per element can run in vectors
+  // a row of one axis that is not a whole number of vectors ends in a scalar tail loop over the
+  // last `last % lanes` elements (gathers and masks would cost more than the few scalar ones)
+  int64_t tailStart = 0, last = full[n - 1].isInt() ? full[n - 1].asInt() : 0;
+  if (k.rowLanes > 0) tailStart = last / k.rowLanes * k.rowLanes;
+  auto tailLoop = [&](const std::vector<Value *> &carried,
+                      const std::function<std::vector<Value *>(const std::vector<NodeRef> &, const std::vector<Value *> &)> &inner) {
+    if (tailStart >= last) return carried;
+    std::string name = "ridx" + std::to_string(n - 1);
+    std::vector<NodeRef> ix = idxs;
+    ix[n - 1] = variable(name, tailStart, last - 1);
+    return loop(name + ".tail", i64(tailStart), i64(last), false, carried, [&](Value *iv, const std::vector<Value *> &c) {
+      varValues[name] = iv;
+      if (!rowScratch.empty()) setRowIndex();
+      return inner(ix, c);
+    });
+  };
   auto vectorPass = [&](const LazyOp *root) {
-    if (k.rowLanes == 0) return false;
+    if (k.rowLanes == 0 || (tailStart != last && rs != n - 1) || tailStart == 0) return false;
     std::vector<const LazyOp *> ops = passNodes(root);
     std::erase_if(ops, [](const LazyOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
     lanes = k.rowLanes;
@@ -241,6 +257,10 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         Value *r = alu == Op::Add ? b.CreateFAddReduce(ConstantFP::getNegativeZero(all->getType()->getScalarType()), all)
                                   : b.CreateFPMaximumReduce(all);
         lanes = 0;
+        r = tailLoop({r}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
+          Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
+          return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
+        })[0];
         endPass();
         rowValues[x] = Val{r, rdt};
         continue;
@@ -272,6 +292,11 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       vecPass({}, 1, [&](const std::vector<NodeRef> &vix, int64_t, const std::vector<Value *> &) {
         if (prefetch) prefetchNextRow(vix);
         vecStore(vix, vecEval(top, vix, nullptr));
+        return std::vector<Value *>{};
+      });
+      lanes = 0;
+      tailLoop({}, [&](const std::vector<NodeRef> &tix, const std::vector<Value *> &) {
+        storeOutput(tix, eval(top, tix, nullptr));
         return std::vector<Value *>{};
       });
     } else {

@@ -150,7 +150,7 @@ TEST_CASE("RowFusion: softmax, log_softmax and layernorm over the last axis are 
 TEST_CASE("RowFusion: the fused kernels agree with OPT=2 on the CPU and with the interpreter") {
   for (const auto &c : rowCases()) {
     CAPTURE(c.name);
-    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{3, 4, 17}, {1, 9}, {64}, {5, 1, 1, 33}}) {
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{3, 4, 17}, {1, 9}, {64}, {5, 1, 1, 33}, {4, 3, 20}}) {
       CAPTURE(renderShape(Shape(shape.begin(), shape.end())));
       std::vector<float> ref;
       {
@@ -234,6 +234,11 @@ TEST_CASE("RowFusion: vector passes (rows of whole vectors, several row axes) ag
       {{4, 3, 32}, [](const Tensor &x) { return x.layernorm({-2, -1}); }},
       {{2, 3, 48}, [](const Tensor &x) { return x.softmax(); }},
       {{256}, [](const Tensor &x) { return x.softmax(); }},
+      // rows that end in a partial vector: vector passes, then a scalar tail
+      {{5, 1000}, [](const Tensor &x) { return x.softmax(); }},
+      {{3, 50}, [](const Tensor &x) { return x.logSoftmax(); }},
+      {{4, 33}, [](const Tensor &x) { return x.layernorm(); }},
+      {{2, 3, 40}, [](const Tensor &x) { return x.softmax(); }},
   };
   for (const auto &c : cases) {
     CAPTURE(renderShape(Shape(c.shape.begin(), c.shape.end())));
