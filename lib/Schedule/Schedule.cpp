@@ -14,11 +14,11 @@ namespace {
 using BufferMap = std::unordered_map<const LazyBuffer *, LazySrc>;
 
 // _ast_reduceops: a reduce inlines its elementwise input if that input has <= 1 child.
-LazyOpRef astReduceOps(const LazyOp &op) {
+LazyOpRef astReduceOps(const LazyOp &op, const FusionFlags &flags) {
   LazySrc src = op.src[0];
   if (src.isBuffer() && !src.buf->isRealized()) {
     LAZYJIT_INTERNAL_CHECK(src.buf->op, "an unrealized source must have an op");
-    if (FusionFlags::current().mergeElementwiseIntoReduce && src.buf->optype == OpType::Binary &&
+    if (flags.mergeElementwiseIntoReduce && src.buf->optype == OpType::Binary &&
         src.buf->atMostOneChild())
       src = LazySrc(src.buf->op);
   }
@@ -37,7 +37,7 @@ LazyOpRef astReduceOps(const LazyOp &op) {
 // one pass over the row each, and then the output row: each row is read once from memory.
 class RowFusion {
 public:
-  explicit RowFusion(const Shape &shape) : shape(shape) {}
+  RowFusion(const Shape &shape, const FusionFlags &flags) : shape(shape), flags(flags) {}
 
   /// `op` (over the kernel's shape) with every fusable broadcast leaf replaced, and every
   /// element-wise leaf that reads such a broadcast computed here too (softmax's exp(x - max) is
@@ -61,6 +61,7 @@ public:
 
 private:
   const Shape &shape;
+  const FusionFlags &flags;
   std::vector<bool> rowAxes; // empty until the first candidate decides them
   Shape rowShape;
   std::unordered_map<const LazyBuffer *, LazyOpRef> expands, trees, elementwise;
@@ -149,7 +150,7 @@ private:
     if (r->optype == OpType::Reduce) {
       if (reduces >= kMaxRowKernelReduces) return nullptr;
       ++reduces;
-      t = inlineBroadcasts(astReduceOps(*r->op));
+      t = inlineBroadcasts(astReduceOps(*r->op, flags));
     } else {
       // an element-wise op over the row shape: reduces and element-wise buffers of that shape
       // among its leaves are computed here too
@@ -191,10 +192,10 @@ bool readsOutsideRows(const LazyOp &op, const Shape &full) {
 // Row fusion inside a reduce's source (OPT=5): cross-entropy's sum of log_softmax(x) * y computes
 // the row's max and sum itself. The reduce must reduce every row axis, so that each row's values
 // are complete before its final pass accumulates.
-LazyOpRef rowFuseReduce(const LazyOpRef &reduce, const LazyBuffer &buf) {
-  if (!FusionFlags::current().rowFusion || !rowKernelDevice(buf.device) || !buf.op->src[0].isBuffer()) return reduce;
+LazyOpRef rowFuseReduce(const LazyOpRef &reduce, const LazyBuffer &buf, const FusionFlags &flags) {
+  if (!flags.rowFusion || !rowKernelDevice(buf.device) || !buf.op->src[0].isBuffer()) return reduce;
   const Shape &full = buf.op->src[0].buf->shape;
-  RowFusion rows(full);
+  RowFusion rows(full, flags);
   const LazySrc &src = reduce->src[0];
   LazyOpRef fused;
   if (src.isBuffer()) {
@@ -213,9 +214,10 @@ LazyOpRef rowFuseReduce(const LazyOpRef &reduce, const LazyBuffer &buf) {
 
 // _ast_binaryops: late-merges one upstream reduce (and the elementwise op above it) into the
 // elementwise kernel that consumes it.
-LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::string &device) {
-  if (FusionFlags::current().rowFusion && rowKernelDevice(device)) {
-    RowFusion rows(shape);
+LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::string &device,
+                       const FusionFlags &flags) {
+  if (flags.rowFusion && rowKernelDevice(device)) {
+    RowFusion rows(shape, flags);
     LazyOpRef fused = rows.inlineBroadcasts(opRef);
     if (rows.fused()) return fused;
   }
@@ -245,10 +247,10 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
   }
   Shape intermediate = shape;
   std::vector<std::pair<const LazyBuffer *, LazySrc>> extra;
-  if (FusionFlags::current().mergeOneReduceIntoElementwise && !psrcs.empty()) {
+  if (flags.mergeOneReduceIntoElementwise && !psrcs.empty()) {
     // NOTE: right now we can't handle multiple, as we'd have to check for loop
     auto [buf, root] = psrcs[0];
-    LazyOpRef top = rowFuseReduce(astReduceOps(*root->op), *root);
+    LazyOpRef top = rowFuseReduce(astReduceOps(*root->op, flags), *root, flags);
     *slot(buf.get()) = LazySrc(top);
     // the reduce op buffers are not modified
     for (LazyBuffer *x : top->buffers()) {
@@ -403,6 +405,10 @@ void registerRowKernelDevice(const std::string &device) { rowKernelDevices().ins
 bool rowKernelDevice(const std::string &device) { return rowKernelDevices().count(deviceKind(device)) != 0; }
 
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
+  return schedule(out, seen, FusionFlags::current());
+}
+
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const FusionFlags &flags) {
   // The reference's recursion (schedule the sources, then this buffer) with an explicit stack:
   // a chain of a million kernels must not need a million native frames.
   struct Frame {
@@ -420,9 +426,9 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
     }
     LazyOpRef op = b->op;
     if (b->optype == OpType::Binary)
-      op = astBinaryOps(op, b->shape, b->device);
+      op = astBinaryOps(op, b->shape, b->device, flags);
     else if (b->optype == OpType::Reduce)
-      op = rowFuseReduce(astReduceOps(*op), *b);
+      op = rowFuseReduce(astReduceOps(*op, flags), *b, flags);
     stack.push_back(Frame{std::move(b), std::move(op)});
   };
   std::vector<ScheduleItem> ret;
@@ -450,9 +456,10 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &out) {
 
 std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs) {
   SeenSet seen;
+  FusionFlags flags = FusionFlags::current();
   std::vector<ScheduleItem> ret;
   for (const auto &o : outs) {
-    auto s = schedule(o, seen);
+    auto s = schedule(o, seen, flags);
     ret.insert(ret.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
   }
   return ret;

@@ -389,6 +389,26 @@ TEST_CASE("RowFusion: backward passes fuse too and give OPT=2's gradients") {
   }
 }
 
+TEST_CASE("RowFusion: the scheduler fuses by the flags it is given, not by the configuration") {
+  auto count = [](const Tensor &t, const FusionFlags &flags) {
+    SeenSet seen;
+    size_t n = 0;
+    for (const auto &si : schedule(t.lazydata(), seen, flags)) n += si.isKernel();
+    return n;
+  };
+  {
+    AtOpt opt(2);
+    Tensor x = input({8, 32}, 1);
+    CHECK(count(x.softmax(), FusionFlags::forLevel(5)) == 1);
+    CHECK(count(x.softmax(), FusionFlags::forLevel(2)) == 4);
+  }
+  AtOpt opt(5);
+  Tensor x = input({8, 32}, 1);
+  CHECK(count(x.softmax(), FusionFlags::forLevel(2)) == 4);
+  CHECK(count(x.softmax(), FusionFlags::forLevel(5)) == 1);
+  CHECK(kernelsOf(x.softmax()).size() == 1); // the overload without flags reads OPT once
+}
+
 TEST_CASE("RowFusion: the verifier states the row kernel's rules") {
   auto load = [](const Shape &shape) {
     return LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{1, dtypes::float32, ShapeTracker::fromShape(shape)}));

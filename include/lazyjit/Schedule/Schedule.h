@@ -54,7 +54,10 @@ inline constexpr int64_t kMinRowKernelElements = 8;
 /// several kernels (each reduce's source is evaluated again by every pass that reads it).
 inline constexpr int kMaxRowKernelReduces = 6;
 
-/// LazyBuffer.schedule: a post-order walk; dependencies come first, `out` last.
+/// LazyBuffer.schedule: a post-order walk; dependencies come first, `out` last. The scheduler
+/// fuses by the flags it is given; the overloads without flags take the configuration's OPT level
+/// once, when they are called (the walk itself reads no configuration).
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const FusionFlags &flags);
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen);
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out);
 /// Schedules several outputs with one shared `seen` set (Tensor.corealize).
