@@ -16,7 +16,8 @@ public:
 };
 
 /// exp2 of a <N x float> computed inline (no libmvec call); row kernels use it (LowerCPUVector.cpp).
-llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x);
+/// `avx512`: the target has AVX-512F (2^k is applied with vscalefps).
+llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x, bool avx512);
 
 /// Lowers one Kernel for a CPU target (lowerKernelCPU); see LowerCPU.cpp for the IR it emits.
 class CPULowerer : public KernelEmitter {

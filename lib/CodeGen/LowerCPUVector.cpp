@@ -6,6 +6,7 @@
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/TargetParser/Triple.h>
 
 #include <optional>
@@ -44,7 +45,7 @@ std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int
 // 2^f from Cephes' exp2f polynomial (relative error below 2e-7, about 1.5 ulp; libmvec's is below
 // 1 ulp), and 2^k applied as two factors 2^(k/2) so that every k in [-160, 130] (results from 0
 // through the subnormals to inf) has normal factors. NaN stays NaN, +-inf give inf and 0.
-Value *inlineExp2F32(IRBuilder<> &b, Value *x) {
+Value *inlineExp2F32(IRBuilder<> &b, Value *x, bool avx512) {
   Type *ft = x->getType();
   auto *vt = cast<VectorType>(ft);
   Type *it = VectorType::get(b.getInt32Ty(), vt->getElementCount());
@@ -57,10 +58,18 @@ Value *inlineExp2F32(IRBuilder<> &b, Value *x) {
                                 5.550332471162809e-2, 2.402264791363012e-1, 6.931472028550421e-1, 1.0};
   Value *p = c(poly[0]);
   for (size_t i = 1; i < std::size(poly); ++i) p = b.CreateIntrinsic(Intrinsic::fma, {ft}, {p, f, c(poly[i])});
-  Value *k = b.CreateFPToSI(kf, it);
-  Value *k1 = b.CreateAShr(k, ci(1)), *k2 = b.CreateSub(k, k1);
-  auto pow2 = [&](Value *e) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ci(127)), ci(23)), ft); };
-  Value *r = b.CreateFMul(b.CreateFMul(p, pow2(k1)), pow2(k2));
+  Value *r;
+  if (avx512 && vt->getElementCount().getFixedValue() == 16) {
+    // vscalefps: p * 2^k in one instruction, overflow to inf and underflow through the subnormals
+    // to 0 included
+    r = b.CreateIntrinsic(Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                          {p, kf, PoisonValue::get(ft), b.getInt16(0xffff), b.getInt32(4)});
+  } else {
+    Value *k = b.CreateFPToSI(kf, it);
+    Value *k1 = b.CreateAShr(k, ci(1)), *k2 = b.CreateSub(k, k1);
+    auto pow2 = [&](Value *e) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ci(127)), ci(23)), ft); };
+    r = b.CreateFMul(b.CreateFMul(p, pow2(k1)), pow2(k2));
+  }
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
 }
 
@@ -326,7 +335,8 @@ Val CPULowerer::vecEvalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, c
   case Op::Sqrt: return {b.CreateUnaryIntrinsic(Intrinsic::sqrt, a), dt};
   case Op::Recip: return {b.CreateFDiv(ConstantFP::get(a->getType(), 1.0), a), dt};
   case Op::Exp2:
-    if (k.rowKernel && dt == dtypes::float32) return {inlineExp2F32(b, a), dt};
+    if (k.rowKernel && dt == dtypes::float32)
+      return {inlineExp2F32(b, a, k.opts.vectorBits >= 512 && Triple(m.getTargetTriple()).isX86()), dt};
     [[fallthrough]];
   case Op::Log2:
   case Op::Sin: {

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <random>
+#include <sstream>
 
 namespace lazyjit::testing {
 
@@ -41,9 +42,20 @@ KernelRunner::KernelRunner() : impl(std::make_unique<Impl>()) {
 
 KernelRunner::~KernelRunner() = default;
 
+TargetSpec KernelRunner::hostWithoutAVX512() {
+  TargetSpec t = TargetSpec::host();
+  std::string features, item;
+  std::istringstream in(t.features);
+  while (std::getline(in, item, ','))
+    features += (features.empty() ? "" : ",") + (item.rfind("+avx512", 0) == 0 ? "-" + item.substr(1) : item);
+  t.features = features;
+  t.cpu = "x86-64-v3";
+  return t;
+}
+
 KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed,
-                           const std::vector<int64_t> *sizesOverride) {
-  TargetSpec target = TargetSpec::host();
+                           const std::vector<int64_t> *sizesOverride, const TargetSpec *targetIn) {
+  TargetSpec target = targetIn ? *targetIn : TargetSpec::host();
   KernelSignature sig;
   // the sanitizer stage sets LAZYJIT_BOUNDS: every kernel the tests run is then checked too
   CompileOptions o = opts;

@@ -28,7 +28,9 @@ public:
   /// smaller than their ASTs need). With CompileOptions::bounds, an access outside a buffer throws
   /// an Error naming buffer and index.
   KernelRun run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed,
-                const std::vector<int64_t> *sizes = nullptr);
+                const std::vector<int64_t> *sizes = nullptr, const TargetSpec *target = nullptr);
+  /// The host's target with AVX-512 turned off: what an AVX2-only CPU compiles (the host can run it).
+  static TargetSpec hostWithoutAVX512();
 
 private:
   struct Impl;
