@@ -8,7 +8,7 @@
 include(CMakePackageConfigHelpers)
 
 add_library(lazyjit INTERFACE)
-target_link_libraries(lazyjit INTERFACE lazyjitNN lazyjitCodeGen)
+target_link_libraries(lazyjit INTERFACE lazyjitNN lazyjitRuntime lazyjitCodeGen)
 add_library(lazyjit::lazyjit ALIAS lazyjit)
 
 get_property(LAZYJIT_LIBS GLOBAL PROPERTY LAZYJIT_INSTALL_TARGETS)
