@@ -26,18 +26,7 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
   rowKernel = expand != nullptr;
   // a row kernel's reduces inside its EXPANDs are its row values; the one outside (if any) is the
   // kernel's reduce, which its final pass accumulates
-  std::unordered_set<const LazyOp *> inRows;
-  if (rowKernel) {
-    std::vector<const LazyOp *> stack;
-    for (const LazyOp *x : ops)
-      if (x->op == Op::Expand) stack.push_back(x);
-    while (!stack.empty()) {
-      const LazyOp *x = stack.back();
-      stack.pop_back();
-      if (!inRows.insert(x).second) continue;
-      for (const auto &src : x->src) stack.push_back(src.op.get());
-    }
-  }
+  std::unordered_set<const LazyOp *> inRows = expandedSubtrees(*ast);
   for (const LazyOp *x : ops) {
     if (isReduceOp(x->op) && !inRows.count(x)) {
       LAZYJIT_USER_CHECK(!reduceop || *reduceop == *x, Error, "max one reduce op in an AST");

@@ -286,6 +286,7 @@ std::vector<const LazyOp *> KernelEmitter::rowNodes() {
     bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
   };
   std::unordered_map<const LazyOp *, const LazyOp *, Hash, Eq> distinct;
+  std::unordered_set<const LazyOp *> inRows = expandedSubtrees(*k.ast);
   std::vector<const LazyOp *> order;
   // post-order with an explicit stack, each node once
   std::unordered_map<const LazyOp *, bool> visited;
@@ -300,15 +301,11 @@ std::vector<const LazyOp *> KernelEmitter::rowNodes() {
     }
     const LazyOp *done = op;
     stack.pop_back();
-    if (!isReduceOp(done->op) && done->op != Op::Expand) continue;
+    // (the kernel's own reduce, outside every EXPAND, is not a row value)
+    if ((!isReduceOp(done->op) && done->op != Op::Expand) || !inRows.count(done)) continue;
     auto [it, fresh] = distinct.emplace(done, done);
     rowCanon[done] = it->second;
     if (fresh) order.push_back(done);
-  }
-  // the kernel's own reduce (outside every EXPAND) is not a row value
-  if (k.reduceop) {
-    std::erase_if(order, [&](const LazyOp *x) { return *x == *k.reduceop; });
-    std::erase_if(rowCanon, [&](const auto &kv) { return *kv.first == *k.reduceop; });
   }
   return order;
 }

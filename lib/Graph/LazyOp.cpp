@@ -384,4 +384,19 @@ std::vector<NodeRef> varsFromAst(const LazyOp &ast) {
   return out;
 }
 
+std::unordered_set<const LazyOp *> expandedSubtrees(const LazyOp &ast) {
+  std::vector<const LazyOp *> stack;
+  for (const LazyOp *x : ast.lazyops())
+    if (x->op == Op::Expand) stack.push_back(x);
+  std::unordered_set<const LazyOp *> out;
+  while (!stack.empty()) {
+    const LazyOp *x = stack.back();
+    stack.pop_back();
+    if (!out.insert(x).second) continue;
+    for (const auto &s : x->src)
+      if (!s.isBuffer()) stack.push_back(s.op.get());
+  }
+  return out;
+}
+
 } // namespace lazyjit

@@ -284,18 +284,28 @@ private:
   // A row kernel's EXPAND (OPT=5): its source at the index with the expanded axes at 0. The value
   // of the last row is kept, so a row's reduces are computed once, not once per element.
   Value expand(const LazyOp &op, const std::vector<int64_t> &idx) {
-    Shape inShape = concrete(shapeOf(*op.src[0].op));
-    std::vector<int64_t> at = idx;
-    for (size_t k = 0; k < at.size(); ++k)
-      if (inShape[k].asInt() == 1) at[k] = 0;
-    auto &[lastAt, lastValue] = expandMemo[&op];
-    if (lastAt != at) {
-      lastValue = eval(*op.src[0].op, at);
-      lastAt = at;
+    auto [it, fresh] = expandMemo.try_emplace(&op);
+    ExpandMemo &m = it->second;
+    if (fresh) {
+      // the expanded axes, once per node
+      Shape inShape = concrete(shapeOf(*op.src[0].op));
+      for (size_t k = 0; k < inShape.size(); ++k)
+        if (inShape[k].asInt() == 1) m.axes.push_back(k);
     }
-    return lastValue;
+    std::vector<int64_t> at = idx;
+    for (size_t k : m.axes) at[k] = 0;
+    if (fresh || m.lastAt != at) {
+      m.lastValue = eval(*op.src[0].op, at);
+      m.lastAt = std::move(at);
+    }
+    return m.lastValue;
   }
-  std::unordered_map<const LazyOp *, std::pair<std::vector<int64_t>, Value>> expandMemo;
+  struct ExpandMemo {
+    std::vector<size_t> axes;
+    std::vector<int64_t> lastAt;
+    Value lastValue;
+  };
+  std::unordered_map<const LazyOp *, ExpandMemo> expandMemo;
 
   Shape shapeOf(const LazyOp &op) {
     if (isBufferOp(op.op)) return op.bufferSt().shape();

@@ -35,7 +35,7 @@ public:
     if (expands.empty()) {
       if (reduces.size() > 1) reject("a kernel has at most one reduce, this one has two");
     } else {
-      checkRowKernel(full);
+      checkRowKernel(root, full);
     }
     // dense LOAD indices
     int expect = 1;
@@ -161,15 +161,8 @@ private:
   // shape, and every reduce inside an EXPAND goes from the kernel's shape to that row shape. The
   // kernel's shape is the STORE's, or the input shape of the one reduce outside the EXPANDs (the
   // final pass accumulates it), which must reduce every row axis.
-  void checkRowKernel(const Shape &stored) {
-    std::unordered_set<const LazyOp *> inRows;
-    std::vector<const LazyOp *> stack(expands.begin(), expands.end());
-    while (!stack.empty()) {
-      const LazyOp *x = stack.back();
-      stack.pop_back();
-      if (!inRows.insert(x).second) continue;
-      for (const auto &s : x->src) stack.push_back(s.op.get());
-    }
+  void checkRowKernel(const LazyOp &root, const Shape &stored) {
+    std::unordered_set<const LazyOp *> inRows = expandedSubtrees(root);
     const LazyOp *top = nullptr;
     std::vector<const LazyOp *> rowReduces;
     for (const LazyOp *r : reduces) {

@@ -134,30 +134,18 @@ template <Lit P, double D> struct DoubleOr {
     return call(v);
   }
 };
-/// f(name) with an int.
-template <Lit P> struct NeedInt {
+/// f(name) with one required argument, converted by `Convert` (toInt, toTensor, toDType).
+template <Lit P, auto Convert> struct Need {
   template <class Call> static Value bind(Tensor &, CallArgs &a, Call call) {
-    int64_t v = toInt(a.need(0, P.view()), P.view());
+    auto v = Convert(a.need(0, P.view()), P.view());
     a.finish();
-    return call(v);
+    return call(std::move(v));
   }
 };
-/// f(name) with a tensor.
-template <Lit P> struct NeedTensor {
-  template <class Call> static Value bind(Tensor &, CallArgs &a, Call call) {
-    auto t = toTensor(a.need(0, P.view()), P.view());
-    a.finish();
-    return call(std::move(t));
-  }
-};
-/// f(name) with a dtype.
-template <Lit P> struct NeedDType {
-  template <class Call> static Value bind(Tensor &, CallArgs &a, Call call) {
-    DType dt = toDType(a.need(0, P.view()), P.view());
-    a.finish();
-    return call(dt);
-  }
-};
+/// f(name) with an int, a tensor, a dtype.
+template <Lit P> using NeedInt = Need<P, toInt>;
+template <Lit P> using NeedTensor = Need<P, toTensor>;
+template <Lit P> using NeedDType = Need<P, toDType>;
 /// f(*ints) or f(ints)
 template <Lit P> struct IntsArgs {
   template <class Call> static Value bind(Tensor &, CallArgs &a, Call call) {

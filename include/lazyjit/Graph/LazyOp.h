@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -145,5 +146,9 @@ struct LazyOpInfo {
 LazyOpInfo getLazyOpInfo(const LazyOp &ast);
 /// vars_from_ast: every variable in the AST's ShapeTrackers, sorted by name.
 std::vector<NodeRef> varsFromAst(const LazyOp &ast);
+
+/// A row kernel's (OPT=5) EXPAND nodes and every node below them: its row values and what
+/// computes them. Empty for an AST without EXPAND.
+std::unordered_set<const LazyOp *> expandedSubtrees(const LazyOp &ast);
 
 } // namespace lazyjit
