@@ -375,7 +375,7 @@ std::vector<NodeRef> varsFromAst(const LazyOp &ast) {
   for (const LazyOp *x : ast.lazyops()) {
     if (!isBufferOp(x->op)) continue;
     for (const auto &v : x->bufferSt().vars())
-      if (std::none_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->key() == v->key(); }))
+      if (std::none_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->identity() == v->identity(); }))
         out.push_back(v);
   }
   std::stable_sort(out.begin(), out.end(), [](const NodeRef &a, const NodeRef &b) {

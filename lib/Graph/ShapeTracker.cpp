@@ -133,16 +133,16 @@ ShapeTracker ShapeTracker::reshape(const Shape &newShape) const {
 static bool hasAmbiguousStrides(const ShapeTracker &two) {
   NodeRef idx = two.exprIdxs().first;
   std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
-  std::vector<std::string> topVars;
+  std::vector<const NodeClass *> topVars;
   for (const auto &t : terms) {
     const NodeRef &base = t->kind == NodeKind::Mul ? t->a : t;
-    if (base->isVar()) topVars.push_back(base->key());
+    if (base->isVar()) topVars.push_back(base->identity());
   }
   for (const auto &t : terms) {
     const NodeRef &base = t->kind == NodeKind::Mul ? t->a : t;
     if (base->isVar()) continue;
     for (const auto &v : t->vars())
-      if (std::find(topVars.begin(), topVars.end(), v->key()) != topVars.end()) return true;
+      if (std::find(topVars.begin(), topVars.end(), v->identity()) != topVars.end()) return true;
   }
   return false;
 }
@@ -211,7 +211,7 @@ std::vector<std::optional<SInt>> ShapeTracker::realStrides(bool ignoreValid) con
   auto idxVars = idx->vars(), validVars = valid->vars();
   auto inSet = [](const std::vector<NodeRef> &set, const NodeRef &n) {
     if (n->isNum()) return false;
-    return std::any_of(set.begin(), set.end(), [&](const NodeRef &v) { return v->key() == n->key(); });
+    return std::any_of(set.begin(), set.end(), [&](const NodeRef &v) { return v->identity() == n->identity(); });
   };
   for (size_t i = 0; i < idxs.size(); ++i) {
     if (inSet(validVars, idxs[i]) && !ignoreValid)
@@ -242,7 +242,7 @@ std::vector<NodeRef> ShapeTracker::vars() const {
   std::vector<NodeRef> out;
   for (const auto &v : views)
     for (const auto &x : v.vars()) {
-      bool dup = std::any_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->key() == x->key(); });
+      bool dup = std::any_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->identity() == x->identity(); });
       if (!dup) out.push_back(x);
     }
   return out;

@@ -419,7 +419,7 @@ std::vector<NodeRef> View::vars() const {
   auto add = [&](const SInt &x) {
     if (!x.isNode()) return;
     for (const auto &v : x.node()->vars()) {
-      bool dup = std::any_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->key() == v->key(); });
+      bool dup = std::any_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->identity() == v->identity(); });
       if (!dup) out.push_back(v);
     }
   };

@@ -2,10 +2,10 @@
 // process-wide LLJIT under a mutex, and launches kernels through the uniform ABI of
 // CodeGen/Compiler.h: entry(bufs, vars, start, end) over the range given by entry_range(vars).
 #include "lazyjit/Runtime/CPUDevice.h"
+#include "CompilingDevice.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/HostAllocator.h"
-#include "lazyjit/Runtime/KernelCache.h"
 #include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Config.h"
@@ -24,8 +24,6 @@
 namespace lazyjit {
 
 namespace {
-
-std::atomic<int> statCompiled{0}, statDiskHits{0}, statMemoryHits{0};
 
 std::string llvmErrorText(llvm::Error e) {
   std::string s;
@@ -151,94 +149,49 @@ private:
   ProgramInfo info_;
 };
 
-class CPUDevice : public Device {
+class CPUDevice : public CompilingDevice {
 public:
-  explicit CPUDevice(const std::string &name) : Device(name), target(TargetSpec::host()) { JIT::get(); }
+  explicit CPUDevice(const std::string &name) : CompilingDevice(name, counters()), target(TargetSpec::host()) {
+    JIT::get();
+  }
 
   Allocator &allocator() override { return hostAllocator(); }
 
-  std::shared_ptr<Program> compile(const LazyOpRef &ast) override { return compileAll({ast})[0]; }
+  static CompileCounters &counters() {
+    static CompileCounters c;
+    return c;
+  }
 
-  std::vector<std::shared_ptr<Program>> compileAll(const std::vector<LazyOpRef> &asts) override {
-    std::vector<std::shared_ptr<Program>> out(asts.size());
-    std::vector<size_t> todo;
-    const CompileOptions opts = CompileOptions::fromConfig();
-    {
-      std::lock_guard lock(mu);
-      for (size_t i = 0; i < asts.size(); ++i) {
-        auto it = programs.find({asts[i], opts.noopt, opts.bounds});
-        if (it != programs.end()) {
-          out[i] = it->second;
-          ++statMemoryHits;
-        } else {
-          todo.push_back(i);
-        }
-      }
-    }
-    // dedup identical ASTs within this batch
-    std::vector<size_t> unique;
-    for (size_t i : todo) {
-      bool dup = false;
-      for (size_t u : unique) dup = dup || *asts[u] == *asts[i];
-      if (!dup) unique.push_back(i);
-    }
-    struct Result {
-      std::vector<uint8_t> object;
-      KernelSignature sig;
-      double seconds = 0;
-      bool fromCache = false;
-    };
-    std::vector<Result> results(unique.size());
-    std::vector<std::function<void()>> tasks;
-    for (size_t u = 0; u < unique.size(); ++u)
-      tasks.push_back([&, u] {
-        const LazyOpRef &ast = asts[unique[u]];
-        auto t0 = std::chrono::steady_clock::now();
-        Result &r = results[u];
-        std::string key = cacheKey(*ast, opts);
-        if (auto hit = diskCache("cpu").load(key)) {
-          r.object = std::move(*hit);
-          r.sig = describeKernel(ast, target, opts);
-          r.fromCache = true;
-          ++statDiskHits;
-        } else {
-          r.object = compileToObject(ast, target, opts, &r.sig);
-          diskCache("cpu").store(key, r.object);
-          ++statCompiled;
-        }
-        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      });
-    ThreadPool::global().runAll(tasks);
-    std::lock_guard lock(mu);
-    for (size_t u = 0; u < unique.size(); ++u) {
-      const LazyOpRef &ast = asts[unique[u]];
-      auto [entry, range] = JIT::get().add(results[u].object, results[u].sig.symbol);
-      auto prg = std::make_shared<CPUProgram>(ast, results[u].sig, entry, range, results[u].seconds,
-                                              results[u].fromCache);
-      programs.emplace(ProgramKey{ast, opts.noopt, opts.bounds}, prg);
-      LAZYJIT_LOG(Runtime, 2, "{} {} in {:.2f} ms", results[u].fromCache ? "loaded" : "compiled",
-                  results[u].sig.name, results[u].seconds * 1e3);
-    }
-    for (size_t i : todo) out[i] = programs.at({asts[i], opts.noopt, opts.bounds});
-    return out;
+protected:
+  const char *diskCacheName() const override { return "cpu"; }
+  std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const override {
+    return "lazyjit-cpu-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) +
+           "\nbounds=" + std::to_string(boundsChecking(opts)) + "\n" + astKey(ast);
+  }
+  std::vector<uint8_t> compileCode(const LazyOpRef &ast, const CompileOptions &opts,
+                                   KernelSignature *sig) const override {
+    return compileToObject(ast, target, opts, sig);
+  }
+  KernelSignature describe(const LazyOpRef &ast, const CompileOptions &opts) const override {
+    return describeKernel(ast, target, opts);
+  }
+  // Links the object into the process's JIT; an object the JIT rejects throws (cached or not).
+  std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) override {
+    auto [entry, range] = JIT::get().add(code.bytes, code.sig.symbol);
+    return std::make_shared<CPUProgram>(ast, code.sig, entry, range, code.seconds, code.fromCache);
   }
 
 private:
   TargetSpec target;
-  std::mutex mu;
-  ProgramCache programs;
-
-  std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
-    return "lazyjit-cpu-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) +
-           "\nbounds=" + std::to_string(boundsChecking(opts)) +
-           "\n" + astKey(ast);
-  }
 };
 
 } // namespace
 
 std::unique_ptr<Device> makeCPUDevice(const std::string &name) { return std::make_unique<CPUDevice>(name); }
 
-CPUCompileStats cpuCompileStats() { return {statCompiled.load(), statDiskHits.load(), statMemoryHits.load()}; }
+CPUCompileStats cpuCompileStats() {
+  const CompileCounters &c = CPUDevice::counters();
+  return {c.compiled.load(), c.diskHits.load(), c.memoryHits.load()};
+}
 
 } // namespace lazyjit

@@ -7,9 +7,9 @@
 // grid's symbolic dims evaluated with the variable values; shared memory is static in the PTX.
 #include "lazyjit/Runtime/CUDADevice.h"
 #include "CUDADriver.h"
+#include "CompilingDevice.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Runtime/Buffer.h"
-#include "lazyjit/Runtime/KernelCache.h"
 #include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Config.h"
@@ -30,7 +30,6 @@ using namespace cuda;
 
 namespace {
 
-std::atomic<int> statCompiled{0}, statDiskHits{0}, statMemoryHits{0};
 
 std::string bytesText(size_t n) {
   if (n >= (size_t(1) << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(n) / (1 << 30));
@@ -186,9 +185,9 @@ private:
   ProgramInfo info_;
 };
 
-class CUDADevice : public Device {
+class CUDADevice : public CompilingDevice {
 public:
-  explicit CUDADevice(const std::string &name) : Device(name) {
+  explicit CUDADevice(const std::string &name) : CompilingDevice(name, counters()) {
     const Driver &d = driver();
     int ordinal = 0;
     if (auto pos = name.find(':'); pos != std::string::npos) {
@@ -231,8 +230,11 @@ public:
   }
 
   Allocator &allocator() override { return *allocator_; }
-  std::shared_ptr<Program> compile(const LazyOpRef &ast) override { return compileAll({ast})[0]; }
-  std::vector<std::shared_ptr<Program>> compileAll(const std::vector<LazyOpRef> &asts) override;
+
+  static CompileCounters &counters() {
+    static CompileCounters c;
+    return c;
+  }
 
   void synchronize() override {
     c.makeCurrent();
@@ -241,49 +243,35 @@ public:
 
   CUDADeviceInfo info;
 
+protected:
+  const char *diskCacheName() const override { return "ptx"; }
+  std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const override {
+    return "lazyjit-ptx-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) + "\n" + astKey(ast);
+  }
+  std::vector<uint8_t> compileCode(const LazyOpRef &ast, const CompileOptions &opts,
+                                   KernelSignature *sig) const override {
+    std::string ptx = compileToPTX(ast, target, opts, sig);
+    return {ptx.begin(), ptx.end()};
+  }
+  KernelSignature describe(const LazyOpRef &ast, const CompileOptions &opts) const override {
+    return describeKernel(ast, target, opts);
+  }
+  std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) override;
+  std::string logDetail(const KernelSignature &sig) const override {
+    return fmt::format(" for {} (grid {}, block {})", target.cpu, fmt::join(sig.globalSize, "x"),
+                       fmt::join(sig.localSize, "x"));
+  }
+
 private:
   Context c;
   TargetSpec target;
   std::unique_ptr<CUDAAllocator> allocator_;
-  std::mutex mu;
-  ProgramCache programs;
-
-  struct Compiled {
-    std::string ptx;
-    KernelSignature sig;
-    double seconds = 0;
-    bool fromCache = false;
-  };
-
-  std::string cacheKey(const LazyOp &ast, const CompileOptions &opts) const {
-    return "lazyjit-ptx-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) + "\n" + astKey(ast);
-  }
-  Compiled compilePTX(const LazyOpRef &ast, const CompileOptions &opts, bool useCache);
-  CUfunction load(const Compiled &k);
 };
-
-CUDADevice::Compiled CUDADevice::compilePTX(const LazyOpRef &ast, const CompileOptions &opts, bool useCache) {
-  auto t0 = std::chrono::steady_clock::now();
-  Compiled r;
-  std::string key = cacheKey(*ast, opts);
-  if (auto hit = useCache ? diskCache("ptx").load(key) : std::nullopt) {
-    r.ptx.assign(hit->begin(), hit->end());
-    r.sig = describeKernel(ast, target, opts);
-    r.fromCache = true;
-    ++statDiskHits;
-  } else {
-    r.ptx = compileToPTX(ast, target, opts, &r.sig);
-    diskCache("ptx").store(key, std::vector<uint8_t>(r.ptx.begin(), r.ptx.end()));
-    ++statCompiled;
-  }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
-}
 
 // Loads a kernel's PTX into a module of its own. Returns nullptr (after logging why) only for PTX
 // from the disk cache, which the caller then recompiles; fresh PTX that does not load throws with
 // the driver's JIT log.
-CUfunction CUDADevice::load(const Compiled &k) {
+std::shared_ptr<Program> CUDADevice::load(const LazyOpRef &ast, const KernelCode &k) {
   const Driver &d = *c.d;
   c.makeCurrent();
   std::string errLog(32768, '\0'), infoLog(32768, '\0');
@@ -292,7 +280,8 @@ CUfunction CUDADevice::load(const Compiled &k) {
   void *vals[] = {errLog.data(), reinterpret_cast<void *>(static_cast<uintptr_t>(errLog.size())), infoLog.data(),
                   reinterpret_cast<void *>(static_cast<uintptr_t>(infoLog.size()))};
   CUmodule module = nullptr;
-  CUresult r = d.cuModuleLoadDataEx(&module, k.ptx.c_str(), 4, opts, vals);
+  std::string ptx(k.bytes.begin(), k.bytes.end()); // NUL-terminated for the driver
+  CUresult r = d.cuModuleLoadDataEx(&module, ptx.c_str(), 4, opts, vals);
   for (std::string *log : {&errLog, &infoLog})
     if (size_t end = log->find('\0'); end != std::string::npos) log->resize(end);
   if (!infoLog.empty()) LAZYJIT_LOG(Runtime, 3, "{}: JIT log of {}: {}", name(), k.sig.name, infoLog);
@@ -309,53 +298,7 @@ CUfunction CUDADevice::load(const Compiled &k) {
   CUfunction fn = nullptr;
   d.check(d.cuModuleGetFunction(&fn, module, k.sig.symbol.c_str()),
           "kernel " + k.sig.name + " (" + k.sig.symbol + ") is not in its module");
-  return fn;
-}
-
-std::vector<std::shared_ptr<Program>> CUDADevice::compileAll(const std::vector<LazyOpRef> &asts) {
-  std::vector<std::shared_ptr<Program>> out(asts.size());
-  std::vector<size_t> todo;
-  const CompileOptions opts = CompileOptions::fromConfig();
-  bool noopt = opts.noopt;
-  {
-    std::lock_guard lock(mu);
-    for (size_t i = 0; i < asts.size(); ++i) {
-      if (auto it = programs.find({asts[i], noopt}); it != programs.end()) {
-        out[i] = it->second;
-        ++statMemoryHits;
-      } else {
-        todo.push_back(i);
-      }
-    }
-  }
-  std::vector<size_t> unique;
-  for (size_t i : todo)
-    if (std::none_of(unique.begin(), unique.end(), [&](size_t u) { return *asts[u] == *asts[i]; }))
-      unique.push_back(i);
-  // PTX generation runs on the pool; module loads are serialized on the context below
-  std::vector<Compiled> results(unique.size());
-  std::vector<std::function<void()>> tasks;
-  for (size_t u = 0; u < unique.size(); ++u)
-    tasks.push_back([&, u] { results[u] = compilePTX(asts[unique[u]], opts, true); });
-  ThreadPool::global().runAll(tasks);
-
-  std::lock_guard lock(mu);
-  for (size_t u = 0; u < unique.size(); ++u) {
-    const LazyOpRef &ast = asts[unique[u]];
-    CUfunction fn = load(results[u]);
-    if (!fn) {
-      results[u] = compilePTX(ast, opts, false);
-      fn = load(results[u]);
-    }
-    auto prg = std::make_shared<CUDAProgram>(c, name(), ast, results[u].sig, fn, results[u].seconds,
-                                             results[u].fromCache);
-    programs.emplace(ProgramKey{ast, noopt}, prg);
-    LAZYJIT_LOG(Runtime, 2, "{} {} for {} in {:.2f} ms (grid {}, block {})",
-                results[u].fromCache ? "loaded" : "compiled", results[u].sig.name, target.cpu, results[u].seconds * 1e3,
-                fmt::join(results[u].sig.globalSize, "x"), fmt::join(results[u].sig.localSize, "x"));
-  }
-  for (size_t i : todo) out[i] = programs.at({asts[i], noopt});
-  return out;
+  return std::make_shared<CUDAProgram>(c, name(), ast, k.sig, fn, k.seconds, k.fromCache);
 }
 
 // The processors LLVM 19's NVPTX backend knows, by compute capability.
@@ -392,6 +335,9 @@ CUDADeviceInfo cudaDeviceInfo(const std::string &device) {
   return cd->info;
 }
 
-CUDACompileStats cudaCompileStats() { return {statCompiled.load(), statDiskHits.load(), statMemoryHits.load()}; }
+CUDACompileStats cudaCompileStats() {
+  const CompileCounters &c = CUDADevice::counters();
+  return {c.compiled.load(), c.diskHits.load(), c.memoryHits.load()};
+}
 
 } // namespace lazyjit

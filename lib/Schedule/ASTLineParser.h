@@ -225,42 +225,16 @@ public:
   NodeRef divNode(NodeRef a, int64_t b, size_t at) {
     if (b <= 0) errorAt(at, "a symbolic division needs a positive divisor");
     if (!truthy(ge(a->min, 0))) errorAt(at, "a symbolic division needs a nonnegative numerator");
-    auto n = std::make_shared<Node>(NodeKind::Div);
-    n->a = std::move(a);
-    n->b = b;
-    n->min = floordiv(n->a->min, b);
-    n->max = floordiv(n->a->max, b);
-    return n;
+    return rawDivNode(std::move(a), b);
   }
 
   NodeRef modNode(NodeRef a, int64_t b, size_t at) {
     if (b <= 0) errorAt(at, "a symbolic modulo needs a positive divisor");
     if (!truthy(ge(a->min, 0))) errorAt(at, "a symbolic modulo needs a nonnegative numerator");
-    auto n = std::make_shared<Node>(NodeKind::Mod);
-    n->a = std::move(a);
-    n->b = b;
-    const SInt &amin = n->a->min, &amax = n->a->max;
-    bool full =
-        truthy(ge(amax - amin, b)) || (pyNe(amin, amax) && truthy(ge(mod(amin, b), mod(amax, b))));
-    n->min = full ? SInt(0) : mod(amin, b);
-    n->max = full ? SInt(b - 1) : mod(amax, b);
-    return n;
+    return rawModNode(std::move(a), b);
   }
 
-  NodeRef ltNode(NodeRef a, SInt b) {
-    auto n = std::make_shared<Node>(NodeKind::Lt);
-    n->a = std::move(a);
-    n->b = std::move(b);
-    SInt bmin = n->b.isInt() ? n->b : n->b.node()->min;
-    SInt bmax = n->b.isInt() ? n->b : n->b.node()->max;
-    if (truthy(lt(n->a->max, bmin)))
-      n->min = n->max = 1;
-    else if (truthy(ge(n->a->min, bmax)))
-      n->min = n->max = 0;
-    else
-      n->min = 0, n->max = 1;
-    return n;
-  }
+  NodeRef ltNode(NodeRef a, SInt b) { return rawLtNode(std::move(a), std::move(b)); }
 
   // ---- tuples --------------------------------------------------------------------------------
 

@@ -583,3 +583,12 @@ TEST_CASE("Symbolic: the memo of sum * n, // n and % n stays bounded") {
   CHECK(symbolicMemoSize() <= 65536);
   CHECK((s * 3).render() == "((a*3)+(b*3))"); // results unchanged after the memo starts over
 }
+
+TEST_CASE("Symbolic: rules the reference recurses through without end throw instead") {
+  NodeRef a = variable("a", 0, 8), c = variable("c", 1, 4), n = variable("n", 1, 16);
+  SInt cn = SInt(andNodes({c, n->bind(3)}));
+  // a lower bound that is symbolic and may be negative: min // b is symbolic again
+  SInt x = SInt(rawSumNode({(SInt(rawSumNode({(cn * SInt(n)).node(), a})) * 4).node(), (SInt(c) * -1 + -4).node()}));
+  REQUIRE(x.node()->min.render() == "((n*4)+-8)");
+  CHECK_THROWS_WITH_AS(floordiv(x, 5), doctest::Contains("is symbolic and may be negative"), UnsupportedError);
+}

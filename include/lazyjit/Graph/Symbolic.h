@@ -14,7 +14,7 @@
 //  - MulNode(a, b), DivNode(a, b), ModNode(a, b), LtNode(a, b): binary nodes; b is an int, or a
 //    Node for symbolic strides.
 //  - SumNode(nodes), AndNode(nodes): n-ary; rendered with children sorted as strings.
-// Equality and hashing go through the DEBUG render (`key()`), as in the reference.
+// Equality is the reference's (equal DEBUG renders), decided by interned structure (see Node).
 #pragma once
 
 #include "lazyjit/Support/Error.h"
@@ -64,43 +64,75 @@ using Shape = std::vector<SInt>;
 
 enum class NodeKind : uint8_t { Variable, Num, Mul, Div, Mod, Lt, Sum, And };
 
+/// A node's identity: one interned object per equivalence class of structures, shared by every
+/// live node of the class (defined in SymbolicNode.cpp).
+class NodeClass;
+
+/// An immutable symbolic expression. Fields are read-only after construction, and only the
+/// factories below build nodes (the constructor takes a Token only they can make): they compute
+/// the bounds by the reference's rules, and intern the node's identity.
+///
+/// Identity is structural and interned: two nodes are equal exactly when their DEBUG renders
+/// (`key()`) are, but no string is built to decide it. Each node points to its NodeClass, found in
+/// a table by (kind, value, name, bounds of a variable, the classes of its operands; a Sum's or
+/// And's operands as a multiset, as their renders sort them). Nodes whose terms differ only in
+/// order share a class and stay separate objects, because the simplification rules read terms in
+/// order.
 class Node : public std::enable_shared_from_this<Node> {
 public:
-  NodeKind kind;
-  SInt min, max;
-  // Variable
-  std::optional<std::string> expr;
-  // NumNode value (kind Num); the `b` of binary nodes is `b` below.
-  int64_t num = 0;
-  // Mul/Div/Mod/Lt
-  NodeRef a;
-  SInt b;
-  // Sum/And
-  std::vector<NodeRef> nodes;
-
-  Node(NodeKind k) : kind(k) {}
+  /// Everything a node holds; a factory fills it, bounds included.
+  struct Init {
+    NodeKind kind = NodeKind::Num;
+    SInt min, max;
+    std::optional<std::string> expr;
+    int64_t num = 0;
+    NodeRef a;
+    SInt b;
+    std::vector<NodeRef> nodes;
+    std::optional<int64_t> val;
+  };
+  class Token {
+    Token() = default;
+    friend struct NodeFactory;
+  };
+  Node(Token, Init init, std::shared_ptr<const NodeClass> cls);
   ~Node();
   Node(const Node &) = delete;
   Node &operator=(const Node &) = delete;
+
+  const NodeKind kind;
+  const SInt min, max;
+  // Variable
+  const std::optional<std::string> expr;
+  // NumNode value (kind Num); the `b` of binary nodes is `b` below.
+  const int64_t num;
+  // Mul/Div/Mod/Lt
+  const NodeRef a;
+  const SInt b;
+  // Sum/And
+  const std::vector<NodeRef> nodes;
 
   bool isNum() const { return kind == NodeKind::Num; }
   bool isVar() const { return kind == NodeKind::Variable; }
 
   /// The bound value of a Variable, if any.
-  std::optional<int64_t> boundValue() const;
+  std::optional<int64_t> boundValue() const { return val; }
   /// A copy of this Variable bound to `v` (itself when it is already bound to `v`). This node does
   /// not change: expressions built over it keep their keys (the reference mutates the variable).
   NodeRef bind(int64_t v) const;
   /// An unbound copy of a bound Variable, and its value.
   std::pair<NodeRef, int64_t> unbindVar() const;
 
-  /// DEBUG render: variables as `a[0-8]` or `a[0-8=3]`; the identity of the node.
+  /// The interned identity: equal for exactly the nodes whose keys are equal.
+  const NodeClass *identity() const { return cls.get(); }
+  /// DEBUG render: variables as `a[0-8]` or `a[0-8=3]` (what the reference compares).
   const std::string &key() const;
   /// Normal render, as in the reference's render_python with ctx=None.
   const std::string &render() const;
+  /// Structural, deterministic across runs, equal for equal nodes.
   size_t hash() const;
 
-  /// The Variables in this node (deduplicated by key, in first-seen order).
+  /// The Variables in this node (deduplicated, in first-seen order).
   std::vector<NodeRef> vars() const;
   /// Rebuilds the node with variables replaced (by key); the result is simplified again.
   NodeRef substitute(const std::map<std::string, NodeRef> &byKey) const;
@@ -112,11 +144,15 @@ public:
   NodeRef self() const { return shared_from_this(); }
 
 private:
-  mutable std::optional<int64_t> val;
+  const std::optional<int64_t> val;
+  const std::shared_ptr<const NodeClass> cls;
   mutable std::atomic<const std::string *> keyCache{nullptr};
   mutable std::atomic<const std::string *> renderCache{nullptr};
   std::string computeRender(bool debug) const;
 };
+
+/// Live identity classes (tests check that the table shrinks when nodes die).
+size_t symbolicClassCount();
 
 // ---- construction -------------------------------------------------------------------------
 
@@ -132,8 +168,13 @@ NodeRef andNodes(const std::vector<NodeRef> &nodes);
 /// create_rednode(SumNode | AndNode, nodes), no regrouping.
 NodeRef createSumNode(const std::vector<NodeRef> &nodes);
 NodeRef createAndNode(const std::vector<NodeRef> &nodes);
-/// Direct constructors (no simplification), for tests that build nodes by hand.
+/// Direct constructors (no simplification, the reference's bounds), for the AST parser, which
+/// rebuilds printed nodes as they are, and for tests that build nodes by hand. Div and Mod need a
+/// nonnegative numerator and a positive divisor.
 NodeRef rawMulNode(NodeRef a, SInt b);
+NodeRef rawDivNode(NodeRef a, int64_t b);
+NodeRef rawModNode(NodeRef a, int64_t b);
+NodeRef rawLtNode(NodeRef a, SInt b);
 NodeRef rawSumNode(const std::vector<NodeRef> &nodes);
 
 // ---- Python-semantics operators on SInt ----------------------------------------------------
@@ -165,7 +206,7 @@ int64_t symInfer(const SInt &x, const std::map<std::string, int64_t> &valuesByNa
 /// Evaluates a node with integer values for its variables (by expr name); Python floor semantics.
 int64_t evalNode(const Node &n, const std::map<std::string, int64_t> &valuesByName);
 
-/// Strict structural identity of values: ints by value, nodes by key (Python's == for Nodes).
+/// Strict structural identity of values: ints by value, nodes by identity (Python's == for Nodes).
 inline bool operator==(const SInt &x, const SInt &y) { return pyEq(x, y); }
 inline bool operator!=(const SInt &x, const SInt &y) { return !pyEq(x, y); }
 

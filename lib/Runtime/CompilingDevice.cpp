@@ -1,0 +1,77 @@
+// The batch compile shared by the CPU and CUDA devices (CompilingDevice.h).
+#include "CompilingDevice.h"
+#include "lazyjit/Runtime/KernelCache.h"
+#include "lazyjit/Runtime/ThreadPool.h"
+#include "lazyjit/Support/Logging.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+namespace lazyjit {
+
+KernelCode CompilingDevice::produce(const LazyOpRef &ast, const CompileOptions &opts, bool useDiskCache) const {
+  auto t0 = std::chrono::steady_clock::now();
+  KernelCode r;
+  std::string key = diskCacheKey(*ast, opts);
+  if (auto hit = useDiskCache ? diskCache(diskCacheName()).load(key) : std::nullopt) {
+    r.bytes = std::move(*hit);
+    r.sig = describe(ast, opts);
+    r.fromCache = true;
+    ++counters.diskHits;
+  } else {
+    r.bytes = compileCode(ast, opts, &r.sig);
+    diskCache(diskCacheName()).store(key, r.bytes);
+    ++counters.compiled;
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<std::shared_ptr<Program>> CompilingDevice::compileAll(const std::vector<LazyOpRef> &asts) {
+  const CompileOptions opts = CompileOptions::fromConfig();
+  auto keyOf = [&](const LazyOpRef &ast) { return ProgramKey{ast, opts.noopt, opts.bounds}; };
+  std::vector<std::shared_ptr<Program>> out(asts.size());
+  std::vector<size_t> todo;
+  {
+    std::lock_guard lock(mu);
+    for (size_t i = 0; i < asts.size(); ++i) {
+      if (auto it = programs.find(keyOf(asts[i])); it != programs.end()) {
+        out[i] = it->second;
+        ++counters.memoryHits;
+      } else {
+        todo.push_back(i);
+      }
+    }
+  }
+  std::vector<size_t> unique; // equal ASTs within the batch compile once
+  for (size_t i : todo)
+    if (std::none_of(unique.begin(), unique.end(), [&](size_t u) { return *asts[u] == *asts[i]; }))
+      unique.push_back(i);
+
+  std::vector<KernelCode> codes(unique.size());
+  std::vector<std::function<void()>> tasks;
+  for (size_t u = 0; u < unique.size(); ++u)
+    tasks.push_back([&, u] { codes[u] = produce(asts[unique[u]], opts, true); });
+  ThreadPool::global().runAll(tasks);
+
+  std::lock_guard lock(mu);
+  for (size_t u = 0; u < unique.size(); ++u) {
+    const LazyOpRef &ast = asts[unique[u]];
+    std::shared_ptr<Program> prg = load(ast, codes[u]);
+    if (!prg) {
+      LAZYJIT_INTERNAL_CHECK(codes[u].fromCache, "{}: freshly compiled code of {} did not load", name(),
+                             codes[u].sig.name);
+      codes[u] = produce(ast, opts, false);
+      prg = load(ast, codes[u]);
+      LAZYJIT_INTERNAL_CHECK(prg != nullptr, "{}: recompiled code of {} did not load", name(), codes[u].sig.name);
+    }
+    programs.emplace(keyOf(ast), prg);
+    LAZYJIT_LOG(Runtime, 2, "{} {} in {:.2f} ms{}", codes[u].fromCache ? "loaded" : "compiled", codes[u].sig.name,
+                codes[u].seconds * 1e3, logDetail(codes[u].sig));
+  }
+  for (size_t i : todo) out[i] = programs.at(keyOf(asts[i]));
+  return out;
+}
+
+} // namespace lazyjit

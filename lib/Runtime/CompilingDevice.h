@@ -1,0 +1,65 @@
+// The compile-and-cache routine both code-generating devices (CPU, CUDA) share.
+//
+// A batch of kernel ASTs becomes programs in four steps, in one place: answer what the device's
+// in-memory cache has; drop duplicates within the batch; produce each remaining kernel's code on
+// the thread pool (from the disk cache, or by compiling it and storing it there); then, serially
+// under the device's lock, turn each code into a program and remember it. A device supplies only
+// what differs: the cache's name and key, how it compiles, and how code becomes a program (which
+// may refuse code from the disk cache: then that kernel is compiled afresh).
+#pragma once
+
+#include "lazyjit/CodeGen/Compiler.h"
+#include "lazyjit/Runtime/Device.h"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+/// A device type's counters (cpuCompileStats, cudaCompileStats read them).
+struct CompileCounters {
+  std::atomic<int> compiled{0}, diskHits{0}, memoryHits{0};
+};
+
+/// One kernel's code before it becomes a program.
+struct KernelCode {
+  std::vector<uint8_t> bytes; ///< an object file (CPU) or PTX text (CUDA)
+  KernelSignature sig;
+  double seconds = 0;     ///< producing it: compiling, or loading from the disk cache
+  bool fromCache = false; ///< read from the disk cache
+};
+
+class CompilingDevice : public Device {
+public:
+  CompilingDevice(std::string name, CompileCounters &counters) : Device(std::move(name)), counters(counters) {}
+
+  std::shared_ptr<Program> compile(const LazyOpRef &ast) final { return compileAll({ast})[0]; }
+  std::vector<std::shared_ptr<Program>> compileAll(const std::vector<LazyOpRef> &asts) final;
+
+protected:
+  /// The disk cache's directory name ("cpu", "ptx") and a kernel's key in it.
+  virtual const char *diskCacheName() const = 0;
+  virtual std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const = 0;
+  /// Compiles a kernel, filling its signature.
+  virtual std::vector<uint8_t> compileCode(const LazyOpRef &ast, const CompileOptions &opts,
+                                           KernelSignature *sig) const = 0;
+  /// The signature of a kernel whose code came from the disk cache.
+  virtual KernelSignature describe(const LazyOpRef &ast, const CompileOptions &opts) const = 0;
+  /// Makes a program of the code (called under the device's lock, one kernel at a time). May
+  /// return null for code from the disk cache that does not load: it is then compiled again.
+  virtual std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) = 0;
+  /// What the DEBUG=2 log line adds after the kernel's name and time.
+  virtual std::string logDetail(const KernelSignature &) const { return ""; }
+
+private:
+  KernelCode produce(const LazyOpRef &ast, const CompileOptions &opts, bool useDiskCache) const;
+
+  CompileCounters &counters;
+  std::mutex mu;
+  ProgramCache programs;
+};
+
+} // namespace lazyjit
