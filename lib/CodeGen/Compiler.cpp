@@ -1,6 +1,7 @@
-// The code generator's driver, one step per line: build the Kernel (with the target's
-// optimizations), lower it to LLVM IR, run LLVM's pass pipeline, and emit object code, assembly or
-// PTX. LLVM errors are turned into CompileError here; no exception crosses an LLVM frame.
+// The code generator's driver. Its passes run in one function, `runPasses`, top to bottom: build
+// the Kernel with the target's optimizations, lower it to LLVM IR (writing the loop nest), run
+// LLVM's pipeline, and emit object code or PTX; each logs what it made at DEBUG >= 4. LLVM errors
+// are turned into CompileError here; no exception crosses an LLVM frame.
 #include "lazyjit/CodeGen/Compiler.h"
 #include "CodeGenFingerprint.h"
 #include "GPULaunch.h"
@@ -147,24 +148,6 @@ std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptio
   return fmt::format("lj_{:016x}", static_cast<uint64_t>(h));
 }
 
-struct Lowered {
-  std::unique_ptr<llvm::LLVMContext> ctx;
-  std::unique_ptr<llvm::Module> module;
-  std::unique_ptr<llvm::TargetMachine> tm;
-  Kernel kernel;
-};
-
-Lowered lowerToModule(const LazyOpRef &ast, const TargetSpec &t, const CompileOptions &o) {
-  Kernel k = buildKernel(ast, t, o);
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto m = std::make_unique<llvm::Module>(k.name(), *ctx);
-  auto tm = makeTargetMachine(t);
-  m->setTargetTriple(t.triple);
-  m->setDataLayout(tm->createDataLayout());
-  lowerKernel(k, *m, symbolFor(*ast, t, o), t);
-  return {std::move(ctx), std::move(m), std::move(tm), std::move(k)};
-}
-
 std::string moduleText(const llvm::Module &m) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -180,6 +163,51 @@ std::vector<uint8_t> emitFile(llvm::Module &m, llvm::TargetMachine &tm, llvm::Co
                      "codegen: the target cannot emit this file type");
   pm.run(m);
   return std::vector<uint8_t>(buf.begin(), buf.end());
+}
+
+std::string kernelSummary(const Kernel &k, const TargetSpec &target);
+KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts);
+
+// How far runPasses goes.
+enum class Until { LLVM, LLVMOpt, Code };
+
+struct Compiled {
+  explicit Compiled(Kernel k) : kernel(std::move(k)) {}
+  Kernel kernel;
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unique_ptr<llvm::Module> module;
+  LoopTrace loops;
+  std::vector<uint8_t> code; ///< object code (CPU) or PTX text (NVPTX), with Until::Code
+};
+
+// The code generator's passes, in order.
+Compiled runPasses(const LazyOpRef &ast, const TargetSpec &t, const CompileOptions &o, Until until) {
+  // 1. the Kernel: axes, buffers, the reduce, and the target's optimizations (heuristics or the
+  //    options' list), each recorded in it
+  Compiled c(buildKernel(ast, t, o));
+  const std::string &name = c.kernel.name();
+  LAZYJIT_LOG(CodeGen, 4, "pass kernel:\n{}", kernelSummary(c.kernel, t));
+  // 2. lowering to LLVM IR, for the CPU or NVPTX; it writes the loop nest it emits
+  c.ctx = std::make_unique<llvm::LLVMContext>();
+  c.tm = makeTargetMachine(t);
+  c.module = std::make_unique<llvm::Module>(name, *c.ctx);
+  c.module->setTargetTriple(t.triple);
+  c.module->setDataLayout(c.tm->createDataLayout());
+  lowerKernel(c.kernel, *c.module, symbolFor(*ast, t, o), t, &c.loops);
+  LAZYJIT_LOG(CodeGen, 4, "pass loops of {}:\n{}", name, c.loops.str());
+  LAZYJIT_LOG(CodeGen, 4, "pass lower of {}: LLVM IR\n{}", name, moduleText(*c.module));
+  if (until == Until::LLVM) return c;
+  // 3. LLVM's optimization pipeline at the target's level
+  optimize(*c.module, *c.tm, t.optLevel);
+  LAZYJIT_LOG(CodeGen, 4, "pass llvm-opt of {}: LLVM IR\n{}", name, moduleText(*c.module));
+  if (until == Until::LLVMOpt) return c;
+  // 4. code: an object file to link into the JIT, or PTX for the driver
+  bool ptx = t.kind == TargetSpec::Kind::NVPTX;
+  c.code = emitFile(*c.module, *c.tm, ptx ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile);
+  if (ptx) LAZYJIT_LOG(CodeGen, 4, "pass emit of {}: PTX\n{}", name, std::string(c.code.begin(), c.code.end()));
+  else LAZYJIT_LOG(CodeGen, 4, "pass emit of {}: {} bytes of object code", name, c.code.size());
+  return c;
 }
 
 } // namespace
@@ -246,16 +274,9 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
   return k;
 }
 
-KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
-  Kernel k = buildKernel(ast, target, opts);
-  KernelSignature sig;
-  sig.name = k.name();
-  sig.symbol = symbolFor(*ast, target, opts);
-  for (const LazyOp *x : k.bufs)
-    if (x->op != Op::Const) sig.numBuffers = std::max(sig.numBuffers, x->memBuffer().idx + 1);
-  sig.vars = varsFromAst(*ast);
-  sig.opts = k.appliedOpts;
-  sig.boundsChecked = k.boundsCheck;
+namespace {
+
+std::string kernelSummary(const Kernel &k, const TargetSpec &target) {
   std::string axes;
   int fr = k.firstReduce(), n = static_cast<int>(k.shapeLen());
   for (int a = 0; a < n; ++a) {
@@ -270,6 +291,23 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
   }
   std::string optStr;
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
+  (void)target;
+  std::string shape = renderShape(k.fullShape());
+  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}", k.name(),
+                     shape.substr(1, shape.size() - 2), axes, optStr,
+                     k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
+                     k.streamingStores ? "\n  stores streaming" : "");
+}
+
+KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts) {
+  KernelSignature sig;
+  sig.name = k.name();
+  sig.symbol = symbolFor(ast, target, opts);
+  for (const LazyOp *x : k.bufs)
+    if (x->op != Op::Const) sig.numBuffers = std::max(sig.numBuffers, x->memBuffer().idx + 1);
+  sig.vars = varsFromAst(ast);
+  sig.opts = k.appliedOpts;
+  sig.boundsChecked = k.boundsCheck;
   if (target.kind == TargetSpec::Kind::NVPTX) {
     GPULaunch launch = gpuLaunch(k);
     for (const auto &d : launch.grid) {
@@ -279,21 +317,25 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
     for (const auto &d : launch.block) sig.localSize.push_back(d.size.asInt());
     sig.sharedBytes = launch.sharedBytes;
   }
-  sig.kernelSummary = fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}", sig.name,
-                                  renderShape(k.fullShape()).substr(1, renderShape(k.fullShape()).size() - 2),
-                                  axes, optStr,
-                                  k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
-                                  k.streamingStores ? "\n  stores streaming" : "");
+  sig.kernelSummary = kernelSummary(k, target);
   return sig;
+}
+
+} // namespace
+
+KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
+  return describe(buildKernel(ast, target, opts), *ast, target, opts);
 }
 
 std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                            IRStage stage) {
-  Lowered l = lowerToModule(ast, target, opts);
-  if (stage == IRStage::LLVM) return moduleText(*l.module);
-  optimize(*l.module, *l.tm, target.optLevel);
-  if (stage == IRStage::LLVMOpt) return moduleText(*l.module);
-  auto bytes = emitFile(*l.module, *l.tm, llvm::CodeGenFileType::AssemblyFile);
+  if (stage == IRStage::Loops || stage == IRStage::LLVM) {
+    Compiled c = runPasses(ast, target, opts, Until::LLVM);
+    return stage == IRStage::Loops ? c.loops.str() : moduleText(*c.module);
+  }
+  if (stage == IRStage::LLVMOpt) return moduleText(*runPasses(ast, target, opts, Until::LLVMOpt).module);
+  Compiled c = runPasses(ast, target, opts, Until::LLVMOpt);
+  auto bytes = emitFile(*c.module, *c.tm, llvm::CodeGenFileType::AssemblyFile);
   return std::string(bytes.begin(), bytes.end());
 }
 
@@ -302,30 +344,22 @@ std::vector<uint8_t> compileToObject(const LazyOpRef &ast, const TargetSpec &tar
   LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::CPU, CompileError,
                      "codegen: object code is for CPU targets");
   auto t0 = std::chrono::steady_clock::now();
-  Lowered l = lowerToModule(ast, target, opts);
-  LAZYJIT_LOG(CodeGen, 4, "LLVM IR of {}:\n{}", l.kernel.name(), moduleText(*l.module));
-  optimize(*l.module, *l.tm, target.optLevel);
-  auto obj = emitFile(*l.module, *l.tm, llvm::CodeGenFileType::ObjectFile);
-  if (sig) *sig = describeKernel(ast, target, opts);
-  LAZYJIT_LOG(CodeGen, 2, "compiled {} in {:.2f} ms", l.kernel.name(),
+  Compiled c = runPasses(ast, target, opts, Until::Code);
+  if (sig) *sig = describe(c.kernel, *ast, target, opts);
+  LAZYJIT_LOG(CodeGen, 2, "compiled {} in {:.2f} ms", c.kernel.name(),
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  return obj;
+  return std::move(c.code);
 }
 
 std::string compileToPTX(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                          KernelSignature *sig) {
   LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::NVPTX, CompileError, "codegen: PTX is for NVPTX targets");
   auto t0 = std::chrono::steady_clock::now();
-  Lowered l = lowerToModule(ast, target, opts);
-  LAZYJIT_LOG(CodeGen, 4, "LLVM IR of {}:\n{}", l.kernel.name(), moduleText(*l.module));
-  optimize(*l.module, *l.tm, target.optLevel);
-  auto bytes = emitFile(*l.module, *l.tm, llvm::CodeGenFileType::AssemblyFile);
-  std::string ptx(bytes.begin(), bytes.end());
-  LAZYJIT_LOG(CodeGen, 4, "PTX of {}:\n{}", l.kernel.name(), ptx);
-  if (sig) *sig = describeKernel(ast, target, opts);
-  LAZYJIT_LOG(CodeGen, 2, "compiled {} to PTX in {:.2f} ms", l.kernel.name(),
+  Compiled c = runPasses(ast, target, opts, Until::Code);
+  if (sig) *sig = describe(c.kernel, *ast, target, opts);
+  LAZYJIT_LOG(CodeGen, 2, "compiled {} to PTX in {:.2f} ms", c.kernel.name(),
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  return ptx;
+  return std::string(c.code.begin(), c.code.end());
 }
 
 } // namespace lazyjit

@@ -93,6 +93,9 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       lanes = 0;
     }
   }
+  if (vecAxis >= 0)
+    note(fmt::format("vector: axis {} as {} lanes{}", vecAxis, lanes,
+                     vecReduce ? " of partial sums, added up before the store" : ""));
   std::vector<int64_t> outSizes, redSizes;
   for (int a : outUp) outSizes.push_back(full[a].asInt());
   for (int a : redUp) redSizes.push_back(full[a].asInt());
@@ -119,6 +122,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       std::vector<Value *> init;
       for (size_t o = 0; o < outCombos.size(); ++o)
         init.push_back(vec ? splat(vb.reduceInit(rop, rdt).v) : vb.reduceInit(rop, rdt).v);
+      note(fmt::format("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(rop)));
       std::function<std::vector<Value *>(int, const std::vector<Value *> &)> reduceLoops =
           [&](int axis2, const std::vector<Value *> &cur) -> std::vector<Value *> {
         if (axis2 < firstUpcast) {
@@ -133,6 +137,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         std::vector<Value *> next = cur;
         const LazyOp &src = *k.reduceop->src[0].op;
         Op alu = rop == Op::Sum ? Op::Add : Op::Max;
+        note(fmt::format("accumulate {} value{}{}", outCombos.size() * redCombos.size(),
+                         outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : ""));
         for (size_t o = 0; o < outCombos.size(); ++o)
           for (const auto &rc : redCombos) {
             std::vector<NodeRef> ix = idxs;
@@ -158,6 +164,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     }
     // late buffers are read with the reduce indices zeroed
     for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
+    if (outCombos.size() > 1) note(fmt::format("unrolled: {} outputs", outCombos.size()));
     for (size_t o = 0; o < outCombos.size(); ++o) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], nullptr);
@@ -176,6 +183,7 @@ void CPULowerer::globalLoops(int count, std::vector<NodeRef> &idxs, Value *start
     return;
   }
   // no global axis: the body runs once, for the range [0, 1)
+  note("once (no global axis)");
   BasicBlock *bb = BasicBlock::Create(ctx, "once", fn), *done = BasicBlock::Create(ctx, "once.exit", fn);
   b.CreateCondBr(b.CreateICmpSLT(start, stop), bb, done);
   b.SetInsertPoint(bb);
@@ -200,6 +208,10 @@ void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, V
     // vectorized 32 wide with runtime checks and epilogues (a 77-line kernel became 2,700)
     lo = b.CreateBinaryIntrinsic(Intrinsic::smax, start, lo, nullptr, "start.c");
     hi = b.CreateBinaryIntrinsic(Intrinsic::smin, stop, hi, nullptr, "end.c");
+    if (trace) { // this thread's part of the axis
+      trace->names[lo] = "start";
+      trace->names[hi] = fmt::format("min(end, {})", full[axis].render());
+    }
   }
   loop(name, lo, hi, axis == 0 || mayBeEmpty(full[axis]), {}, [&](Value *iv, const std::vector<Value *> &) {
     varValues[name] = iv;
@@ -333,8 +345,9 @@ Function *CPULowerer::lower(const std::string &symbol) {
   return entryFn;
 }
 
-Function *lowerKernelCPU(const Kernel &k, Module &m, const std::string &symbol) {
+Function *lowerKernelCPU(const Kernel &k, Module &m, const std::string &symbol, LoopTrace *trace) {
   CPULowerer l(k, m);
+  l.traceInto(trace);
   return l.lower(symbol);
 }
 

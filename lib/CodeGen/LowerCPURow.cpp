@@ -229,6 +229,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     for (const LazyOp *x : order) {
       if (x->op == Op::Expand) {
         // the row value: the EXPAND's tree (over the row shape) at the row's first element
+        note("row value (EXPAND): once per row");
         rowValues[x] = eval(*x->src[0].op, atRowStart, nullptr);
         continue;
       }
@@ -236,17 +237,21 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
       const LazyOp &src = *x->src[0].op;
       bool prefetch = pass++ == 1;
+      note(fmt::format("pass {}: {} over the row{}", pass, opName(x->op), prefetch ? ", prefetching the next row" : ""));
+      TraceIndent inPass(trace);
       if (rdt.isFloating() && vectorPass(&src)) {
         // independent partial results per unrolled vector, so that the accumulation's latency
         // does not serialize the pass; combined (in any order: reassoc) after the row
         lanes = k.rowLanes;
         int64_t vectors = full[n - 1].asInt() / lanes, unroll = vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
         std::vector<Value *> init(static_cast<size_t>(unroll), splat(vb.reduceInit(x->op, rdt).v));
+        note(fmt::format("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll));
         auto combine = [&](Value *a, Value *c) {
           return alu == Op::Add ? markAccumulate(b.CreateFAdd(a, c)) : b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c);
         };
         std::vector<Value *> acc = vecPass(init, unroll, [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
           if (prefetch) prefetchNextRow(vix);
+          note("accumulate a vector");
           Val v = vecConvert(vecEval(src, vix, nullptr), rdt);
           std::vector<Value *> next = cur;
           next[static_cast<size_t>(u)] = combine(v.v, cur[static_cast<size_t>(u)]);
@@ -258,6 +263,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
                                   : b.CreateFPMaximumReduce(all);
         lanes = 0;
         r = tailLoop({r}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
+          note("accumulate");
           Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
           return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
         })[0];
@@ -268,6 +274,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       std::vector<NodeRef> ix = idxs;
       std::vector<Value *> acc = rowLoops(rs, ix, {vb.reduceInit(x->op, rdt).v}, [&](const std::vector<Value *> &cur) {
         if (!rowScratch.empty()) setRowIndex();
+        note("accumulate");
         Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
         return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
       });
@@ -275,12 +282,15 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       rowValues[x] = Val{acc[0], rdt};
     }
     std::vector<NodeRef> ix = idxs;
+    note(topReduce ? fmt::format("final pass: {} over the row", opName(topReduce->op)) : "output pass");
+    TraceIndent inPass(trace);
     if (topReduce) {
       // the final pass accumulates the kernel's reduce over the row (a scalar loop)
       DType rdt = dtypeOf(*topReduce);
       Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
       std::vector<Value *> next = rowLoops(rs, ix, {acc}, [&](const std::vector<Value *> &cur) {
         if (!rowScratch.empty()) setRowIndex();
+        note("accumulate");
         Val v = vb.convert(eval(finalRoot, ix, nullptr), rdt, false);
         return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
       });

@@ -233,7 +233,9 @@ Value *KernelEmitter::renderSInt(const SInt &s) {
     noteIndexRange(*numNode(s.asInt()));
     return idxConst(s.asInt());
   }
-  return asIdx(render(*s.node()));
+  Value *v = asIdx(render(*s.node()));
+  if (trace) trace->names.emplace(v, s.render());
+  return v;
 }
 
 SimplifiedIndex KernelEmitter::access(size_t bi, const std::vector<NodeRef> &idxs) {
@@ -362,9 +364,38 @@ Val KernelEmitter::evalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, c
   return vb.alu(op.op, s, dt);
 }
 
+void LoopTrace::note(const std::string &line) {
+  std::string indented = std::string(2 * static_cast<size_t>(depth) + 2, ' ') + line;
+  if (!lines.empty() && lines.back() == indented) {
+    ++repeats.back();
+    return;
+  }
+  lines.push_back(std::move(indented));
+  repeats.push_back(1);
+}
+
+std::string LoopTrace::text(const llvm::Value *v) const {
+  if (auto it = names.find(v); it != names.end()) return it->second;
+  if (const auto *c = llvm::dyn_cast<llvm::ConstantInt>(v)) return std::to_string(c->getSExtValue());
+  if (v->hasName()) return v->getName().str();
+  return "?";
+}
+
+std::string LoopTrace::str() const {
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i)
+    out += lines[i] + (repeats[i] > 1 ? fmt::format(" (x{})", repeats[i]) : "") + "\n";
+  return out;
+}
+
 std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,
                           const std::vector<Value *> &carried,
                           const std::function<std::vector<Value *>(Value *, const std::vector<Value *> &)> &body) {
+  if (trace) {
+    note(fmt::format("for {} in [{}, {}){}", name, trace->text(lo), trace->text(hi),
+                     carried.empty() ? "" : fmt::format(" carrying {}", carried.size())));
+    ++trace->depth;
+  }
   BasicBlock *pre = b.GetInsertBlock();
   BasicBlock *head = BasicBlock::Create(ctx, "loop." + name, fn);
   BasicBlock *exit = BasicBlock::Create(ctx, "loop." + name + ".exit", fn);
@@ -386,6 +417,7 @@ std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Val
   auto savedCache = loadCache;
   loadCache.clear();
   std::vector<Value *> next = body(iv, cur);
+  if (trace) --trace->depth;
   loadCache = std::move(savedCache);
   Value *ivNext = b.CreateAdd(iv, ConstantInt::get(lo->getType(), 1), name + ".next", /*HasNUW=*/true,
                               /*HasNSW=*/true);
@@ -459,6 +491,7 @@ void KernelEmitter::storeOutput(const std::vector<NodeRef> &idxs, Val v) {
   DType outDt = store->memBuffer().dtype;
   auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return;
+  note(fmt::format("store buffer 0{}", valid->isNum() ? "" : " where valid"));
   if (valid->isNum()) {
     checkAccess(0, asIdx(render(*idx)), nullptr);
     vb.store(bufPtrs[0], asIdx(render(*idx)), v, outDt);

@@ -20,6 +20,24 @@ namespace lazyjit {
 /// Fast-math flags as the reference uses them: no nnan/ninf, so NaN and inf stay exact.
 llvm::FastMathFlags referenceFastMath();
 
+/// The loop nest a lowering emits, as text (`lazyjit-dump --emit=loops`, DEBUG >= 4): one line per
+/// loop, per unrolled or vector body, per accumulation and per store, indented by nesting. The
+/// lowering writes it as it emits the IR, so it shows what the code does, not a prediction.
+struct LoopTrace {
+  std::vector<std::string> lines;
+  int depth = 0;
+  /// How a loop bound or other value prints ("n", "(n*4)", "min(end, 64)"), when not a constant.
+  std::unordered_map<const llvm::Value *, std::string> names;
+  /// Adds a line at the current depth; a line equal to the one before it at the same depth
+  /// counts it instead ("store buffer 0 (x4)").
+  void note(const std::string &line);
+  std::string text(const llvm::Value *v) const;
+  std::string str() const;
+
+private:
+  std::vector<int> repeats;
+};
+
 /// Every combination of values of the given axis sizes, the first axis varying slowest.
 std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes);
 
@@ -28,6 +46,8 @@ public:
   KernelEmitter(const Kernel &k, llvm::Module &m, MathLowering &math)
       : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math), idxTy(llvm::Type::getInt64Ty(ctx)) {}
   virtual ~KernelEmitter() = default;
+  /// Writes the loop nest into `t` while lowering (null: not traced).
+  void traceInto(LoopTrace *t) { trace = t; }
 
 protected:
   using Value = llvm::Value;
@@ -52,6 +72,23 @@ protected:
   bool indexMayOverflow = false;
   /// The `acc + x` of SUM reduces (markAccumulate), contracted with a multiply `x` when lowering ends.
   std::vector<llvm::WeakTrackingVH> accumulates;
+  /// Where the loop nest is written (null: not traced).
+  LoopTrace *trace = nullptr;
+  void note(const std::string &line) {
+    if (trace) trace->note(line);
+  }
+  /// Indents the trace's lines under the last one until it goes out of scope.
+  struct TraceIndent {
+    LoopTrace *t;
+    explicit TraceIndent(LoopTrace *t) : t(t) {
+      if (t) ++t->depth;
+    }
+    ~TraceIndent() {
+      if (t) --t->depth;
+    }
+    TraceIndent(const TraceIndent &) = delete;
+    TraceIndent &operator=(const TraceIndent &) = delete;
+  };
   /// Records a reduce accumulation `acc + x`: when `x` is a multiply, the two may fuse into an FMA
   /// (a reduce's result is computed once, so its rounding never has to match another kernel's).
   Value *markAccumulate(Value *v) {

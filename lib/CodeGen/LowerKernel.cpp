@@ -4,14 +4,14 @@
 
 namespace lazyjit {
 
-llvm::Function *lowerKernelCPU(const Kernel &k, llvm::Module &m, const std::string &symbol);
+llvm::Function *lowerKernelCPU(const Kernel &k, llvm::Module &m, const std::string &symbol, LoopTrace *trace);
 llvm::Function *lowerKernelNVPTX(const Kernel &k, llvm::Module &m, const std::string &symbol,
-                                 const TargetSpec &target);
+                                 const TargetSpec &target, LoopTrace *trace);
 
 llvm::Function *lowerKernel(const Kernel &k, llvm::Module &m, const std::string &symbol,
-                            const TargetSpec &target) {
-  if (target.kind == TargetSpec::Kind::NVPTX) return lowerKernelNVPTX(k, m, symbol, target);
-  return lowerKernelCPU(k, m, symbol);
+                            const TargetSpec &target, LoopTrace *trace) {
+  if (target.kind == TargetSpec::Kind::NVPTX) return lowerKernelNVPTX(k, m, symbol, target, trace);
+  return lowerKernelCPU(k, m, symbol, trace);
 }
 
 } // namespace lazyjit

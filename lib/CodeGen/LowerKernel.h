@@ -3,6 +3,7 @@
 // shared memory).
 #pragma once
 
+#include "LowerCore.h"
 #include "LowerValues.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
@@ -12,8 +13,9 @@
 namespace lazyjit {
 
 /// Emits the kernel into `m` as the entry point `symbol` (plus `symbol`_range on CPU) and returns
-/// the entry function. Throws CompileError if the IR does not verify.
+/// the entry function; writes the loop nest into `trace` when given. Throws CompileError if the IR
+/// does not verify.
 llvm::Function *lowerKernel(const Kernel &k, llvm::Module &m, const std::string &symbol,
-                            const TargetSpec &target);
+                            const TargetSpec &target, LoopTrace *trace = nullptr);
 
 } // namespace lazyjit

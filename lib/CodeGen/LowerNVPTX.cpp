@@ -297,14 +297,19 @@ void NVPTXLowerer::emitBody() {
     DType rdt = dtypeOf(*k.reduceop);
     std::vector<Value *> init;
     for (size_t o = 0; o < outCombos.size(); ++o) init.push_back(vb.reduceInit(k.reduceop->op, rdt).v);
+    note(fmt::format("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(k.reduceop->op)));
     std::vector<Value *> finals = reduceLoops(fr + static_cast<int>(k.groupForReduce.size()), init);
-    if (!k.groupForReduce.empty()) finals = groupReduce(finals, done);
+    if (!k.groupForReduce.empty()) {
+      note("combine the threads' partial results through shared memory");
+      finals = groupReduce(finals, done);
+    }
     for (auto *v : finals) accs.push_back(Val{v, rdt});
   }
   // late buffers are read with the reduce (and group) indices zeroed
   for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
   const LazyOp &top = *k.bufs[0]->src[0].op;
   prefetchVectorLoads(top, false);
+  if (outCombos.size() > 1) note(fmt::format("unrolled: {} outputs", outCombos.size()));
   for (size_t o = 0; o < outCombos.size(); ++o) {
     std::vector<NodeRef> ix = idxs;
     setUpcast(ix, outCombos[o], nullptr);
@@ -347,6 +352,19 @@ Function *NVPTXLowerer::lower(const std::string &sym) {
   idxs.assign(k.shapeLen(), nullptr);
   bindThreadIndices(launch.grid, "gidx", true);
   bindThreadIndices(launch.block, "lidx", false);
+  if (trace) {
+    const char *xyz = "xyz";
+    auto dims = [&](const std::vector<GPUDim> &ds, const char *what, const char *prefix) {
+      for (size_t i = 0; i < ds.size(); ++i) {
+        std::string axes;
+        for (int a : ds[i].axes) axes += fmt::format("{}{}", axes.empty() ? "" : ", ", a);
+        note(fmt::format("{}.{} = {}{}: axis {} of {}", what, xyz[i], prefix, ds[i].axes.front(),
+                         axes, ds[i].size.render()));
+      }
+    };
+    dims(launch.grid, "block", "gidx");
+    dims(launch.block, "thread", "lidx");
+  }
   emitBody();
   b.CreateRetVoid();
   return fn;
@@ -376,22 +394,27 @@ void annotate(Module &m, Function *fn, const GPULaunch &launch) {
 
 } // namespace
 
-Function *lowerKernelNVPTX(const Kernel &k, Module &m, const std::string &symbol, const TargetSpec &target) {
+Function *lowerKernelNVPTX(const Kernel &k, Module &m, const std::string &symbol, const TargetSpec &target,
+                           LoopTrace *trace) {
   (void)target;
   GPULaunch launch = gpuLaunch(k);
   Function *fn = nullptr;
+  LoopTrace narrowTrace;
   {
     NVPTXLowerer narrow(k, m, launch, /*wideIndex=*/false);
+    if (trace) narrow.traceInto(&narrowTrace);
     fn = narrow.lower(symbol);
     if (narrow.overflowRisk()) {
       narrow.erase();
       fn = nullptr;
     } else {
       narrow.verify();
+      if (trace) *trace = std::move(narrowTrace);
     }
   }
   if (!fn) {
     NVPTXLowerer wide(k, m, launch, /*wideIndex=*/true);
+    wide.traceInto(trace);
     fn = wide.lower(symbol);
     wide.verify();
   }

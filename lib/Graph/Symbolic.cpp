@@ -463,15 +463,7 @@ NodeRef sumNodes(const std::vector<NodeRef> &in) {
     else
       groups[it->second].second = groups[it->second].second + k;
   };
-  std::vector<NodeRef> flat;
-  for (const auto &x : nodes) {
-    if (x->kind == NodeKind::Sum) {
-      auto inner = x->flatComponents();
-      flat.insert(flat.end(), inner.begin(), inner.end());
-    } else {
-      flat.push_back(x);
-    }
-  }
+  std::vector<NodeRef> flat = flattenSums(nodes);
   for (const auto &x : flat) {
     if (x->isNum())
       numSum = checkedAdd(numSum, x->num);

@@ -34,6 +34,9 @@ NodeRef newLt(NodeRef a, SInt b);
 NodeRef newSum(std::vector<NodeRef> nodes);
 NodeRef newAnd(std::vector<NodeRef> nodes);
 
+/// The terms of `nodes` with every SumNode replaced by its flattened terms.
+std::vector<NodeRef> flattenSums(const std::vector<NodeRef> &nodes);
+
 // The node methods the Python operators dispatch to (Symbolic.cpp).
 NodeRef nodeAdd(const NodeRef &self, const SInt &b);
 NodeRef nodeNeg(const NodeRef &self);

@@ -476,7 +476,7 @@ NodeRef Node::unbind() const {
   return substitute(m);
 }
 
-std::vector<NodeRef> Node::flatComponents() const {
+std::vector<NodeRef> symbolic::flattenSums(const std::vector<NodeRef> &nodes) {
   std::vector<NodeRef> out;
   for (const auto &x : nodes) {
     if (x->kind == NodeKind::Sum) {
@@ -488,6 +488,8 @@ std::vector<NodeRef> Node::flatComponents() const {
   }
   return out;
 }
+
+std::vector<NodeRef> Node::flatComponents() const { return flattenSums(nodes); }
 
 // ---- construction --------------------------------------------------------------------------------
 

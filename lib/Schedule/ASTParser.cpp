@@ -333,40 +333,50 @@ private:
     auto requireViews = [&] {
       if (n.views.empty()) nodeError(n, atEof, fmt::format("{} has no view lines", name));
     };
+    // the fields an op takes follow from its argument kind in the op table (Ops.def)
     LazyOpArg arg;
-    if (n.op == Op::Load || n.op == Op::Store) {
+    switch (opArgKind(n.op)) {
+    case OpArg::Mem:
       require(f.idx && f.dtype, "idx= and dtype=");
       only({!f.shape, !f.axes, !f.pad, !f.bitcast, !f.val}, "only idx= and dtype=");
       requireViews();
       arg = MemBuffer{static_cast<int>(*f.idx), *f.dtype, ShapeTracker{std::move(n.views)}};
-    } else if (n.op == Op::Const) {
+      break;
+    case OpArg::ConstBuf:
       require(f.val && f.dtype, "val= and dtype=");
       only({!f.shape, !f.axes, !f.pad, !f.bitcast, !f.idx}, "only val= and dtype=");
       requireViews();
       arg = ConstBuffer{*f.val, *f.dtype, ShapeTracker{std::move(n.views)}};
-    } else if (n.op == Op::Cast) {
+      break;
+    case OpArg::Cast:
       require(f.dtype.has_value(), "dtype=");
       only({!f.shape, !f.axes, !f.pad, !f.idx, !f.val}, "only dtype= and bitcast=");
       arg = CastArg{*f.dtype, f.bitcast.value_or(false)};
-    } else if (isReduceOp(n.op)) {
+      break;
+    case OpArg::Shape:
       require(f.shape.has_value(), "shape= (the output shape)");
       only({!f.axes, !f.pad, !f.dtype, !f.bitcast, !f.idx, !f.val}, "only shape=");
       arg = std::move(*f.shape);
-    } else if (n.op == Op::Custom) {
-      nodeError(n, false, "LoadOps.CUSTOM runs a host function and cannot be parsed");
-    } else {
-      // Generic ops: at most one argument, chosen by its field.
-      int count = !!f.shape + !!f.axes + !!f.pad + !!f.val + !!f.dtype + !!f.bitcast + !!f.idx;
-      if (count > 1 || f.dtype || f.bitcast || f.idx)
-        nodeError(n, false, fmt::format("{} takes at most one of shape=, axes=, pad=, val=", name));
-      if (f.shape)
-        arg = std::move(*f.shape);
-      else if (f.axes)
-        arg = std::move(*f.axes);
-      else if (f.pad)
-        arg = std::move(*f.pad);
-      else if (f.val)
-        arg = *f.val;
+      break;
+    case OpArg::Axes:
+      require(f.axes.has_value(), "axes=");
+      only({!f.shape, !f.pad, !f.dtype, !f.bitcast, !f.idx, !f.val}, "only axes=");
+      arg = std::move(*f.axes);
+      break;
+    case OpArg::Pairs:
+      require(f.pad.has_value(), "pad= (per-axis (begin, end) pairs)");
+      only({!f.shape, !f.axes, !f.dtype, !f.bitcast, !f.idx, !f.val}, "only pad=");
+      arg = std::move(*f.pad);
+      break;
+    case OpArg::Value:
+      require(f.val.has_value(), "val=");
+      only({!f.shape, !f.axes, !f.pad, !f.dtype, !f.bitcast, !f.idx}, "only val=");
+      arg = *f.val;
+      break;
+    case OpArg::None:
+      only({!f.shape, !f.axes, !f.pad, !f.dtype, !f.bitcast, !f.idx, !f.val}, "no argument");
+      break;
+    case OpArg::Custom: nodeError(n, false, fmt::format("{} runs a host function and cannot be parsed", name));
     }
     return LazyOp::make(n.op, std::move(n.srcs), std::move(arg));
   }

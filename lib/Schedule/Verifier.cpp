@@ -89,11 +89,14 @@ private:
     // movement and LoadOps were rejected above, so the arity is a fixed count
     if (static_cast<int>(op.src.size()) != opArity(op.op))
       reject(fmt::format("{} expects {} operand(s), got {}", name, opArity(op.op), op.src.size()));
+    // the argument's kind is the op table's (Ops.def)
+    if (OpArg want = opArgKind(op.op); argKindOf(op.arg) != want)
+      reject(want == OpArg::None ? fmt::format("{} takes no argument, got {}", name, opArgText(argKindOf(op.arg)))
+                                 : fmt::format("{} needs {}", name, opArgText(want)));
 
     Shape shape;
     if (op.op == Op::Load || op.op == Op::Store) {
-      const auto *mb = std::get_if<MemBuffer>(&op.arg);
-      if (!mb) reject(fmt::format("{} needs a MemBuffer argument", name));
+      const auto *mb = &op.memBuffer();
       checkSt(op, mb->st);
       if (op.op == Op::Store && mb->idx != 0)
         reject(fmt::format("the STORE must write buffer 0, not buffer {}", mb->idx));
@@ -106,8 +109,7 @@ private:
       }
       shape = mb->st.shape();
     } else if (op.op == Op::Const) {
-      const auto *cb = std::get_if<ConstBuffer>(&op.arg);
-      if (!cb) reject("BufferOps.CONST needs a ConstBuffer argument");
+      const auto *cb = &op.constBuffer();
       checkSt(op, cb->st);
       shape = cb->st.shape();
     }
@@ -119,8 +121,7 @@ private:
         reject(fmt::format("the STORE shape {} differs from its operand's shape {}",
                            renderShape(shape), renderShape(srcShapes[0])));
     } else if (isReduceOp(op.op)) {
-      const auto *out = std::get_if<Shape>(&op.arg);
-      if (!out) reject(fmt::format("{} needs its output shape as argument", name));
+      const auto *out = &op.shapeArg();
       const Shape &in = srcShapes[0];
       if (out->size() != in.size())
         reject(fmt::format("{} reduces {} to {}: the ranks differ", name, renderShape(in),
@@ -134,8 +135,7 @@ private:
       if (!dup) reduces.push_back(&op);
       shape = *out;
     } else if (op.op == Op::Expand) {
-      const auto *out = std::get_if<Shape>(&op.arg);
-      if (!out) reject("MovementOps.EXPAND needs its output shape as argument");
+      const auto *out = &op.shapeArg();
       const Shape &in = srcShapes[0];
       if (out->size() != in.size())
         reject(fmt::format("MovementOps.EXPAND of {} to {}: the ranks differ", renderShape(in), renderShape(*out)));
@@ -146,8 +146,6 @@ private:
       expands.push_back(&op);
       shape = *out;
     } else if (isElementwise(op.op)) {
-      if (op.op == Op::Cast && !std::holds_alternative<CastArg>(op.arg))
-        reject("UnaryOps.CAST needs a dtype argument");
       for (size_t i = 1; i < srcShapes.size(); ++i)
         if (srcShapes[i] != srcShapes[0])
           reject(fmt::format("{}: operand shapes differ: {} vs {}", name, renderShape(srcShapes[0]),

@@ -303,9 +303,10 @@ void emitIR(DumpContext &ctx, IRStage stage) {
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
     KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
-    const char *comment =
-        stage == IRStage::Asm ? (target.kind == TargetSpec::Kind::NVPTX ? "//" : "#") : ";";
-    ctx.out << comment << " kernel " << k++ << " " << sig.name << "\n"
+    const char *comment = stage == IRStage::Loops ? ""
+                          : stage == IRStage::Asm ? (target.kind == TargetSpec::Kind::NVPTX ? "// " : "# ")
+                                                  : "; ";
+    ctx.out << comment << "kernel " << k++ << " " << sig.name << "\n"
             << emitKernelText(ast, target, CompileOptions::fromConfig(), stage);
   }
 }
@@ -361,6 +362,7 @@ const std::vector<Stage> &stages() {
       {"ast", true, false, emitAst},
       {"index", true, false, emitIndex},
       {"kernel", true, false, emitKernel},
+      {"loops", true, false, [](DumpContext &c) { emitIR(c, IRStage::Loops); }},
       {"llvm", true, false, [](DumpContext &c) { emitIR(c, IRStage::LLVM); }},
       {"llvm-opt", true, false, [](DumpContext &c) { emitIR(c, IRStage::LLVMOpt); }},
       {"asm", true, false, [](DumpContext &c) { emitIR(c, IRStage::Asm); }},

@@ -9,6 +9,7 @@
 #include "ToolError.h"
 
 #include "lazyjit/CodeGen/Kernel.h"
+#include "lazyjit/Graph/Ops.h"
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Runtime/Realize.h"
@@ -36,9 +37,21 @@ struct Invocation {
   std::vector<std::string> emit;
   std::optional<int> opt, debug;
   bool noopt = false;
+  bool listOps = false;
   std::string outFile;
   tool::DumpOptions dump;
 };
+
+// --list-ops: the op table (Ops.def), one op per line.
+void listOps(std::ostream &out) {
+  out << fmt::format("{:<24} {:<9} {:<40} {}\n", "op", "operands", "argument", "meaning");
+  for (int i = 0; i < kNumOps; ++i) {
+    Op op = static_cast<Op>(i);
+    int arity = opArity(op);
+    std::string operands = arity < 0 ? "0 or 1" : std::to_string(arity);
+    out << fmt::format("{:<24} {:<9} {:<40} {}\n", opName(op), operands, opArgText(opArgKind(op)), opMeaning(op));
+  }
+}
 
 std::string readInput(const std::string &path) {
   std::stringstream ss;
@@ -132,7 +145,7 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
                "lazyjit-dump"};
   app.add_option("input", inv.input, "tensor script (.lj) or kernel ASTs (.ast); '-' is stdin");
   app.add_option("--emit", inv.emit,
-                 "stages to print, comma-separated: graph, schedule, dot, ast, index, kernel, llvm, "
+                 "stages to print, comma-separated: graph, schedule, dot, ast, index, kernel, loops, llvm, "
                  "llvm-opt, asm, ptx, values, stats, runs (repeatable)")
       ->delimiter(',')
       ->expected(1) // `--emit=values FILE`: the input is not a second stage name
@@ -153,11 +166,17 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
   app.add_option("--debug", inv.debug, fmt::format("debug level (DEBUG, 0-{})", kMaxDebugLevel))
       ->check(CLI::Range(0, kMaxDebugLevel));
   app.add_option("-o", inv.outFile, "write the output to this file");
+  app.add_flag("--list-ops", inv.listOps, "print the op table (operands, argument, meaning) and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     throw ToolError("lazyjit-dump: error: " + std::string(e.what()), 1);
+  }
+
+  if (inv.listOps) {
+    listOps(outOverride ? *outOverride : std::cout);
+    return 0;
   }
 
   Config cfg = config();

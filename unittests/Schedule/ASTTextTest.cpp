@@ -262,6 +262,13 @@ TEST_CASE("ASTText: malformed input gives FILE:LINE:COL messages") {
         "bad.ast:3:3: error: BinaryOps.ADD expects 2 operands, got 1");
   CHECK(parseErrorOf(store + "  UnaryOps.EXP2\n" + kLoad10 + kLoad10) ==
         "bad.ast:3:3: error: UnaryOps.EXP2 expects 1 operand, got 2");
+  // the fields an op takes are its argument kind's in the op table
+  CHECK(parseErrorOf(store + "  UnaryOps.EXP2 val=2.0\n" + kLoad10) == "bad.ast:3:3: error: UnaryOps.EXP2 takes no argument");
+  CHECK(parseErrorOf(store + "  MovementOps.PERMUTE\n" + kLoad10) == "bad.ast:3:3: error: MovementOps.PERMUTE needs axes=");
+  CHECK(parseErrorOf(store + "  MovementOps.PAD shape=(10,)\n" + kLoad10) ==
+        "bad.ast:3:3: error: MovementOps.PAD needs pad= (per-axis (begin, end) pairs)");
+  CHECK(parseErrorOf(store + "  MovementOps.RESHAPE shape=(10,) axes=(0,)\n" + kLoad10) ==
+        "bad.ast:3:3: error: MovementOps.RESHAPE takes only shape=");
   // truncated
   CHECK(parseErrorOf(store + "  BinaryOps.ADD\n" + kLoad10) ==
         "bad.ast:6:1: error: unexpected end of input: BinaryOps.ADD expects 2 operands, got 1 "

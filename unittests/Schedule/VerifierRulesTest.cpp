@@ -91,6 +91,19 @@ TEST_CASE("Verifier rule: a reduce carries its output shape") {
   CHECK(verifyError(store(withShape, st({1}))) == "<accepted>");
 }
 
+TEST_CASE("Verifier rule: every op's argument is of the kind the op table gives it") {
+  // an element-wise op takes none (CAST takes a dtype)
+  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1)}, 2.0))) ==
+        "verifyAst: UnaryOps.NEG takes no argument, got a value argument");
+  CHECK(verifyError(store(LazyOp::make(Op::Add, {load(1), load(2)}, Shape{10}))) ==
+        "verifyAst: BinaryOps.ADD takes no argument, got its output shape as argument");
+  CHECK(verifyError(store(LazyOp::make(Op::Cast, {load(1)}, Shape{10}))) == "verifyAst: UnaryOps.CAST needs a dtype argument");
+  CHECK(verifyError(store(LazyOp::make(Op::Cast, {load(1)}, CastArg{dtypes::float32}))) == "<accepted>");
+  // EXPAND (of a row value) takes its output shape
+  CHECK(verifyError(store(LazyOp::make(Op::Expand, {load(1)}, std::vector<int64_t>{10}))) ==
+        "verifyAst: MovementOps.EXPAND needs its output shape as argument");
+}
+
 TEST_CASE("Verifier rule: a STORE carries a MemBuffer") {
   CHECK(verifyError(LazyOp::make(Op::Store, {load(1)}, 1.0)) == "verifyAst: BufferOps.STORE needs a MemBuffer argument");
 }

@@ -88,8 +88,9 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
 KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target,
                                const CompileOptions &opts);
 
-enum class IRStage { LLVM, LLVMOpt, Asm };
-/// LLVM IR as generated, after LLVM's optimizer, or target assembly (PTX for NVPTX).
+enum class IRStage { Loops, LLVM, LLVMOpt, Asm };
+/// The loop nest the lowering emits (one line per loop, unrolled or vector body, accumulation and
+/// store), LLVM IR as generated, after LLVM's optimizer, or target assembly (PTX for NVPTX).
 std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target,
                            const CompileOptions &opts, IRStage stage);
 /// Optimized object code for a CPU target.

@@ -73,6 +73,13 @@ using CustomOpRef = std::shared_ptr<const CustomOp>;
 using LazyOpArg = std::variant<std::monostate, Shape, std::vector<int64_t>, PadArg, CastArg,
                                MemBuffer, ConstBuffer, double, CustomOpRef>;
 
+/// The kind of an argument value (the variant's alternatives in OpArg's order).
+inline OpArg argKindOf(const LazyOpArg &a) { return static_cast<OpArg>(a.index()); }
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(OpArg::Mem), LazyOpArg>, MemBuffer> &&
+                  std::is_same_v<std::variant_alternative_t<static_cast<size_t>(OpArg::Custom), LazyOpArg>, CustomOpRef> &&
+                  std::variant_size_v<LazyOpArg> == static_cast<size_t>(OpArg::Custom) + 1,
+              "LazyOpArg's alternatives follow OpArg");
+
 bool argEqual(const LazyOpArg &a, const LazyOpArg &b);
 size_t argHash(const LazyOpArg &a);
 

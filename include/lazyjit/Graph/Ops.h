@@ -1,4 +1,4 @@
-// The Op enum and op classes, generated from Ops.def.
+// The Op enum, op classes, operand counts, argument kinds and meanings, generated from Ops.def.
 #pragma once
 
 #include <optional>
@@ -12,7 +12,7 @@ namespace lazyjit {
 enum class OpType : uint8_t { Unary, Binary, Ternary, Reduce, Buffer, Movement, Load };
 
 enum class Op : uint8_t {
-#define LAZYJIT_OP(E, C, N) E,
+#define LAZYJIT_OP(E, C, N, A, K, M) E,
 #include "lazyjit/Graph/Ops.def"
 };
 
@@ -32,24 +32,22 @@ inline bool isLoadOp(Op op) { return opTypeOf(op) == OpType::Load; }
 inline bool isMovementOp(Op op) { return opTypeOf(op) == OpType::Movement; }
 inline bool isReduceOp(Op op) { return opTypeOf(op) == OpType::Reduce; }
 
+/// What argument an op takes (Ops.def's ArgKind column); `argKindOf` in LazyOp.h gives the kind
+/// of an argument value.
+enum class OpArg : uint8_t { None, Shape, Axes, Pairs, Cast, Mem, ConstBuf, Value, Custom };
+
 /// How many sources an op takes: 1, 2 or 3 for elementwise ops, 1 for reduces, movement ops and
 /// STORE, 0 for LOAD/CONST, -1 for LoadOps (zero or one).
-inline int opArity(Op op) {
-  switch (opTypeOf(op)) {
-  case OpType::Unary:
-  case OpType::Reduce:
-  case OpType::Movement:
-    return 1;
-  case OpType::Binary:
-    return 2;
-  case OpType::Ternary:
-    return 3;
-  case OpType::Buffer:
-    return op == Op::Store ? 1 : 0;
-  case OpType::Load:
-    return -1;
-  }
-  return -1;
-}
+int opArity(Op op);
+OpArg opArgKind(Op op);
+/// The table's one-line meaning ("2 to the power x").
+std::string_view opMeaning(Op op);
+/// How an argument kind is named in messages: "a MemBuffer argument", "no argument".
+std::string_view opArgText(OpArg kind);
+/// Every op, in table order.
+constexpr int kNumOps = 0
+#define LAZYJIT_OP(E, C, N, A, K, M) +1
+#include "lazyjit/Graph/Ops.def"
+    ;
 
 } // namespace lazyjit
