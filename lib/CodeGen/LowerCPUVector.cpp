@@ -297,18 +297,7 @@ Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, cons
   if (isBufferOp(op.op)) return vecLoadLeaf(op, idxs);
   // a row kernel's row values are scalars of the row; its scratch arrays hold whole vectors
   if (const Val *rv = rowValue(op)) return {splat(rv->v), rv->dt};
-  if (rowIndex && !rowScratch.empty())
-    if (auto it = rowScratch.find(&op); it != rowScratch.end()) {
-      RowScratch &sc = it->second;
-      Type *vt = VectorType::get(sc.type, static_cast<unsigned>(lanes), false);
-      Value *at = b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
-      Align align(std::min<uint64_t>(m.getDataLayout().getTypeAllocSize(vt), 64));
-      if (sc.filled) return {b.CreateAlignedLoad(vt, at, align), dtypeOf(op)};
-      Val v = vecEvalAlu(op, idxs, acc);
-      b.CreateAlignedStore(v.v, at, align);
-      rowScratchStored.push_back(&op);
-      return v;
-    }
+  if (auto v = viaRowScratch(op, lanes, [&] { return vecEvalAlu(op, idxs, acc); })) return *v;
   if (isReduceOp(op.op)) return *acc;
   return vecEvalAlu(op, idxs, acc);
 }

@@ -333,18 +333,24 @@ Val KernelEmitter::eval(const LazyOp &op, const std::vector<NodeRef> &idxs, cons
   }
   default: break;
   }
-  if (rowIndex && !rowScratch.empty()) {
-    if (auto it = rowScratch.find(&op); it != rowScratch.end()) {
-      RowScratch &sc = it->second;
-      Value *at = b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
-      if (sc.filled) return {b.CreateAlignedLoad(sc.type, at, m.getDataLayout().getABITypeAlign(sc.type)), dtypeOf(op)};
-      Val v = evalAlu(op, idxs, acc);
-      b.CreateAlignedStore(v.v, at, m.getDataLayout().getABITypeAlign(sc.type));
-      rowScratchStored.push_back(&op);
-      return v;
-    }
-  }
+  if (auto v = viaRowScratch(op, 0, [&] { return evalAlu(op, idxs, acc); })) return *v;
   return evalAlu(op, idxs, acc);
+}
+
+std::optional<Val> KernelEmitter::viaRowScratch(const LazyOp &op, int64_t lanes, const std::function<Val()> &compute) {
+  if (!rowIndex || rowScratch.empty()) return std::nullopt;
+  auto it = rowScratch.find(&op);
+  if (it == rowScratch.end()) return std::nullopt;
+  RowScratch &sc = it->second;
+  llvm::Type *t = lanes ? llvm::VectorType::get(sc.type, static_cast<unsigned>(lanes), false) : sc.type;
+  const llvm::DataLayout &dl = m.getDataLayout();
+  llvm::Align align = lanes ? llvm::Align(std::min<uint64_t>(dl.getTypeAllocSize(t), 64)) : dl.getABITypeAlign(sc.type);
+  Value *at = b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
+  if (sc.filled) return Val{b.CreateAlignedLoad(t, at, align), dtypeOf(op)};
+  Val v = compute();
+  b.CreateAlignedStore(v.v, at, align);
+  rowScratchStored.push_back(&op);
+  return v;
 }
 
 Val KernelEmitter::evalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace lazyjit {
@@ -156,6 +157,10 @@ protected:
   };
   std::unordered_map<const LazyOp *, RowScratch> rowScratch;
   std::vector<const LazyOp *> rowScratchStored; ///< stored by the current pass
+  /// A node with a scratch array (in a row pass): the first pass computes it with `compute` and
+  /// stores it at `rowIndex`, later passes load it; `lanes` 0 is one element, else a vector of
+  /// `lanes`. Empty when the node has no scratch array (the caller evaluates it).
+  std::optional<Val> viaRowScratch(const LazyOp &op, int64_t lanes, const std::function<Val()> &compute);
   Value *rowIndex = nullptr;
   /// Emits `for iv in [lo, hi)` (iv of lo's type) carrying `carried`; `body` returns their next values. Loads cached
   /// inside the body do not leak out of it.
