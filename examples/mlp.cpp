@@ -25,7 +25,7 @@ int main() {
     int i = 0;
     for (const auto &si : sched) {
       if (!si.isKernel()) {
-        std::printf("  loadop %d %s\n", i++, std::string(opName(si.ast->op)).c_str());
+        std::printf("  loadop %d %s\n", i++, std::string(opName(si.kind())).c_str());
         continue;
       }
       KernelSignature sig = describeKernel(si.ast, TargetSpec::host(), {});

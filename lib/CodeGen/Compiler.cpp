@@ -168,8 +168,8 @@ std::vector<uint8_t> emitFile(llvm::Module &m, llvm::TargetMachine &tm, llvm::Co
 std::string kernelSummary(const Kernel &k, const TargetSpec &target);
 KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts);
 
-// How far runPasses goes.
-enum class Until { LLVM, LLVMOpt, Code };
+// How far runPasses goes (Loops: as LLVM, with the loop nest written).
+enum class Until { Loops, LLVM, LLVMOpt, Code };
 
 struct Compiled {
   explicit Compiled(Kernel k) : kernel(std::move(k)) {}
@@ -194,10 +194,11 @@ Compiled runPasses(const LazyOpRef &ast, const TargetSpec &t, const CompileOptio
   c.module = std::make_unique<llvm::Module>(name, *c.ctx);
   c.module->setTargetTriple(t.triple);
   c.module->setDataLayout(c.tm->createDataLayout());
-  lowerKernel(c.kernel, *c.module, symbolFor(*ast, t, o), t, &c.loops);
+  bool traceLoops = until == Until::Loops || debugAtLeast(4);
+  lowerKernel(c.kernel, *c.module, symbolFor(*ast, t, o), t, traceLoops ? &c.loops : nullptr);
   LAZYJIT_LOG(CodeGen, 4, "pass loops of {}:\n{}", name, c.loops.str());
   LAZYJIT_LOG(CodeGen, 4, "pass lower of {}: LLVM IR\n{}", name, moduleText(*c.module));
-  if (until == Until::LLVM) return c;
+  if (until == Until::LLVM || until == Until::Loops) return c;
   // 3. LLVM's optimization pipeline at the target's level
   optimize(*c.module, *c.tm, t.optLevel);
   LAZYJIT_LOG(CodeGen, 4, "pass llvm-opt of {}: LLVM IR\n{}", name, moduleText(*c.module));
@@ -330,7 +331,7 @@ KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, c
 std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                            IRStage stage) {
   if (stage == IRStage::Loops || stage == IRStage::LLVM) {
-    Compiled c = runPasses(ast, target, opts, Until::LLVM);
+    Compiled c = runPasses(ast, target, opts, stage == IRStage::Loops ? Until::Loops : Until::LLVM);
     return stage == IRStage::Loops ? c.loops.str() : moduleText(*c.module);
   }
   if (stage == IRStage::LLVMOpt) return moduleText(*runPasses(ast, target, opts, Until::LLVMOpt).module);

@@ -74,7 +74,9 @@ template <typename F> NodeRef memoized(char op, const NodeRef &self, const SInt 
   std::lock_guard lock(m.mu);
   // bounded (the reference's lru_cache is not): a long-running process that keeps building new
   // expressions would otherwise grow without end (the symbolic fuzz target reached 2 GB in 30
-  // minutes). Results are pure functions of the key, so starting over changes no result.
+  // minutes). A hit returns the result for the first structure of the key's class, as the
+  // reference's cache does; sums whose terms differ only in order can simplify to different
+  // (equal-valued) structures, so after the memo starts over the structure may be the other one.
   if (m.map.size() >= kSumMemoLimit) m.map.clear();
   return m.map.emplace(k, MemoEntry{self, b, r}).first->second.result;
 }
@@ -173,7 +175,7 @@ NodeRef genericFloorDiv(const NodeRef &self, const SInt &b, bool fa) {
   if (truthy(lt(self->min, 0))) {
     // the reference shifts by min // b, which for a symbolic lower bound is symbolic again and
     // recurses until the stack runs out (RecursionError in Python, a crash here)
-    if (!self->min.isInt())
+    if (self->min.isNode() && !self->min.node()->isNum())
       notSupported(self->render() + " // " + std::to_string(bi) + " (its lower bound " + self->min.render() +
                    " is symbolic and may be negative)");
     SInt offset = floordiv(self->min, bi);

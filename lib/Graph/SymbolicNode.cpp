@@ -99,6 +99,7 @@ NodeClass::Key classKey(const Node::Init &n) {
   case NodeKind::And:
     for (const auto &x : n.nodes) k.terms.push_back(x->identity());
     std::sort(k.terms.begin(), k.terms.end());
+    if (k.terms.size() == 1) k.kind = NodeKind::Sum; // `(t)`: one term renders alike in both
     break;
   }
   return k;
@@ -119,17 +120,16 @@ size_t keyHash(const NodeClass::Key &k) {
 std::shared_ptr<const NodeClass> internClass(NodeClass::Key key) {
   size_t h = keyHash(key);
   ClassTable &t = classTable();
-  std::shared_ptr<const NodeClass> found;
+  std::shared_ptr<const NodeClass> found; // released (if ever) after the lock, whose mutex its destructor takes
   std::lock_guard lock(t.mu);
   auto [lo, hi] = t.map.equal_range(h);
   for (auto it = lo; it != hi && !found; ++it)
     if (it->second->key == key) found = it->second->weak_from_this().lock(); // empty while dying
   if (!found) {
-    auto fresh = std::make_shared<NodeClass>(std::move(key), h);
-    t.map.emplace(h, fresh.get());
-    found = std::move(fresh);
+    found = std::make_shared<NodeClass>(std::move(key), h);
+    t.map.emplace(h, found.get());
   }
-  return found; // no class is released under the lock: its destructor takes it
+  return found;
 }
 
 } // namespace

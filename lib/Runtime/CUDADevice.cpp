@@ -257,6 +257,7 @@ protected:
     return describeKernel(ast, target, opts);
   }
   std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) override;
+  bool boundsMatter() const override { return false; }
   std::string logDetail(const KernelSignature &sig) const override {
     return fmt::format(" for {} (grid {}, block {})", target.cpu, fmt::join(sig.globalSize, "x"),
                        fmt::join(sig.localSize, "x"));

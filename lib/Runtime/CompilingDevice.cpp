@@ -30,7 +30,7 @@ KernelCode CompilingDevice::produce(const LazyOpRef &ast, const CompileOptions &
 
 std::vector<std::shared_ptr<Program>> CompilingDevice::compileAll(const std::vector<LazyOpRef> &asts) {
   const CompileOptions opts = CompileOptions::fromConfig();
-  auto keyOf = [&](const LazyOpRef &ast) { return ProgramKey{ast, opts.noopt, opts.bounds}; };
+  auto keyOf = [&](const LazyOpRef &ast) { return ProgramKey{ast, opts.noopt, opts.bounds && boundsMatter()}; };
   std::vector<std::shared_ptr<Program>> out(asts.size());
   std::vector<size_t> todo;
   {

@@ -51,6 +51,9 @@ protected:
   /// Makes a program of the code (called under the device's lock, one kernel at a time). May
   /// return null for code from the disk cache that does not load: it is then compiled again.
   virtual std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) = 0;
+  /// Whether the code depends on CompileOptions::bounds (CPU bounds checks; PTX has none): the
+  /// in-memory cache keys on it only then.
+  virtual bool boundsMatter() const { return true; }
   /// What the DEBUG=2 log line adds after the kernel's name and time.
   virtual std::string logDetail(const KernelSignature &) const { return ""; }
 

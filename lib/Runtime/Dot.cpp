@@ -69,7 +69,7 @@ std::string scheduleToDot(const std::vector<ScheduleItem> &schedule,
     std::string outId = w.buffer(si.out.get());
     if (!si.isKernel()) {
       std::string id = "l" + std::to_string(i);
-      w.out += "  " + id + " [shape=ellipse, style=dashed, label=\"" + escape(std::string(opShortName(si.ast->op))) + "\"];\n";
+      w.out += "  " + id + " [shape=ellipse, style=dashed, label=\"" + escape(std::string(opShortName(si.kind()))) + "\"];\n";
       for (const auto &x : si.inputs) edges += "  " + w.buffer(x.get()) + " -> " + id + ";\n";
       edges += "  " + id + " -> " + outId + ";\n";
       continue;

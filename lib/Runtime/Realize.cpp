@@ -95,7 +95,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     ScheduleItem si = std::move(sched[i]);
     for (const auto &x : si.inputs)
       LAZYJIT_INTERNAL_CHECK(x->isRealized(), "can't run schedule, some inputs aren't realized");
-    Op kind = si.ast->op;
+    Op kind = si.kind();
     LazyBuffer &out = *si.out;
     if (kind != Op::Copy)
       for (const auto &x : si.inputs)
@@ -118,7 +118,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
       ++stats.copies;
       ++globalCounters().copyCount;
     } else if (kind == Op::Custom) {
-      std::get<CustomOpRef>(si.ast->arg)->fn(*dst);
+      si.host->custom->fn(*dst);
       ++stats.customs;
     } else {
       std::vector<Buffer *> bufs{dst.get()};
@@ -176,7 +176,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
       c.out = dst;
       for (const auto &x : si.inputs) c.inputs.push_back(x->realized());
       c.varVals = si.varVals;
-      if (kind == Op::Custom) c.custom = std::get<CustomOpRef>(si.ast->arg);
+      if (kind == Op::Custom) c.custom = si.host->custom;
       c.device = out.device;
       tlsCapture(std::move(c));
     }

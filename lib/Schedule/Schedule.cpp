@@ -376,6 +376,12 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
                                  s.op->memBuffer().st.contiguous(),
                              "schedule: bad LoadOps src {}", i);
     }
+    // EMPTY, COPY and CUSTOM run on the host: the item carries the step, not an op tree
+    LAZYJIT_INTERNAL_CHECK(ast->op == Op::Empty || ast->op == Op::Copy || ast->op == Op::Custom,
+                           "schedule: {} is not a host step", opName(ast->op));
+    LAZYJIT_LOG(Schedule, 3, "scheduled {} for {}", opName(ast->op), self->repr());
+    HostStep step{ast->op, ast->op == Op::Custom ? std::get<CustomOpRef>(ast->arg) : nullptr};
+    return ScheduleItem{nullptr, self, std::move(baseBufs), {}, std::move(step)};
   }
 
   VarVals used;
@@ -388,7 +394,7 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
     used.emplace(name, it->second);
   }
   LAZYJIT_LOG(Schedule, 3, "scheduled {} for {}", opName(ast->op), self->repr());
-  return ScheduleItem{ast, self, std::move(baseBufs), std::move(used)};
+  return ScheduleItem{ast, self, std::move(baseBufs), std::move(used), std::nullopt};
 }
 
 std::unordered_set<std::string> &rowKernelDevices() {

@@ -169,7 +169,7 @@ void emitSchedule(DumpContext &ctx) {
         ctx.out << "kernel " << kernels++ << " " << kernelName(*si.ast) << "\n"
                 << printAst(*si.ast);
       } else {
-        ctx.out << "loadop " << loadops++ << " " << opShortName(si.ast->op) << " "
+        ctx.out << "loadop " << loadops++ << " " << opShortName(si.kind()) << " "
                 << typedShapeText(si.out->dtype(), si.out->shape) << "\n";
       }
     }

@@ -111,6 +111,10 @@ TEST_CASE("Symbolic identity: the orders a render hides are one identity, kept i
   CHECK(nodeBound->key() == "v[<0>-8]");
   CHECK(intBound->key() == "v[0-8]");
   CHECK(SInt(nodeBound) != SInt(intBound));
+  // a sum and an and of one term both render `(t)`
+  NodeRef oneSum = rawSumNode({a}), oneAnd = createAndNode({a});
+  CHECK(oneSum->key() == oneAnd->key());
+  CHECK(SInt(oneSum) == SInt(oneAnd));
   // a bound variable is another identity than its unbound self
   CHECK(SInt(variable("n", 1, 9)->bind(2)) != SInt(variable("n", 1, 9)));
   CHECK(SInt(variable("n", 1, 9)->bind(2)) == SInt(variable("n", 1, 9)->bind(2)));

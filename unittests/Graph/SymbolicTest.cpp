@@ -2,6 +2,7 @@
 // (S01..S77 in tinygrad-cases.md §3) as render/min/max tables, and the exact equalities S78..S99,
 // pinned with the values the reference produces.
 #include "lazyjit/Graph/Symbolic.h"
+#include "lazyjit/Support/Math.h"
 
 #include <doctest/doctest.h>
 
@@ -591,4 +592,14 @@ TEST_CASE("Symbolic: rules the reference recurses through without end throw inst
   SInt x = SInt(rawSumNode({(SInt(rawSumNode({(cn * SInt(n)).node(), a})) * 4).node(), (SInt(c) * -1 + -4).node()}));
   REQUIRE(x.node()->min.render() == "((n*4)+-8)");
   CHECK_THROWS_WITH_AS(floordiv(x, 5), doctest::Contains("is symbolic and may be negative"), UnsupportedError);
+  // a lower bound that is a NumNode (0 * n for a symbolic stride) is a constant: the shift applies
+  NodeRef b = variable("b", 0, 5);
+  SInt y = SInt(a) * SInt(n) + SInt(b) - 5;
+  REQUIRE(y.node()->min.isNode());
+  REQUIRE(y.node()->min.node()->isNum());
+  SInt q = floordiv(y, 2);
+  for (int64_t av : {0, 3, 8})
+    for (int64_t nv : {1, 7, 16})
+      for (int64_t bv : {0, 5})
+        CHECK(evalNode(*q.node(), {{"a", av}, {"n", nv}, {"b", bv}}) == floorDiv(av * nv + bv - 5, 2));
 }

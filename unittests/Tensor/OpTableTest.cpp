@@ -1,7 +1,8 @@
 // The op table (Ops.def) states each op's operand count and argument kind, and the AST printer,
 // parser and verifier read it from there. These tests hold the graph and the scheduler to it:
 // every op they build, over a program that uses every movement op, casts, reductions, constants,
-// a host-filled buffer and a contiguous copy, has the table's operands and argument kind.
+// a host-filled buffer and a contiguous copy, has the table's operands and argument kind; the
+// host-filled buffer is scheduled as a host step, and no kernel holds a load op or a LazyBuffer.
 #include "TensorTestUtil.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -58,11 +59,24 @@ TEST_CASE("Op table: every op the graph and the scheduler build has the table's 
                 Op::ReduceMax, Op::Where, Op::CmpLt, Op::Custom, Op::LoadConst, Op::Contiguous})
     CHECK_MESSAGE(graphOps.count(op), "the program builds no ", opName(op));
 
-  std::set<Op> kernelOps;
-  for (const ScheduleItem &si : schedule(out.lazydata()))
-    for (const LazyOp *node : si.ast->lazyops()) checkAgainstTable(*node, kernelOps);
-  for (Op op : {Op::Load, Op::Store, Op::Const, Op::Cast, Op::Sum, Op::ReduceMax, Op::Where, Op::Custom})
+  std::set<Op> kernelOps, hostSteps;
+  for (const ScheduleItem &si : schedule(out.lazydata())) {
+    if (!si.isKernel()) {
+      // the host-filled buffer is a host step of its item, not an op tree
+      CHECK(si.ast == nullptr);
+      hostSteps.insert(si.host->kind);
+      CHECK((si.host->kind == Op::Custom) == (si.host->custom != nullptr));
+      continue;
+    }
+    for (const LazyOp *node : si.ast->lazyops()) {
+      checkAgainstTable(*node, kernelOps);
+      CHECK_FALSE(isLoadOp(node->op)); // no EMPTY, COPY or CUSTOM inside a kernel
+      for (const LazySrc &src : node->src) CHECK_FALSE(src.isBuffer()); // nor a LazyBuffer
+    }
+  }
+  for (Op op : {Op::Load, Op::Store, Op::Const, Op::Cast, Op::Sum, Op::ReduceMax, Op::Where})
     CHECK_MESSAGE(kernelOps.count(op), "the schedule has no ", opName(op));
+  CHECK(hostSteps == std::set<Op>{Op::Custom});
 }
 
 TEST_CASE("Op table: names round-trip and every row is consistent with its class") {

@@ -75,8 +75,14 @@ using LazyOpArg = std::variant<std::monostate, Shape, std::vector<int64_t>, PadA
 
 /// The kind of an argument value (the variant's alternatives in OpArg's order).
 inline OpArg argKindOf(const LazyOpArg &a) { return static_cast<OpArg>(a.index()); }
-static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(OpArg::Mem), LazyOpArg>, MemBuffer> &&
-                  std::is_same_v<std::variant_alternative_t<static_cast<size_t>(OpArg::Custom), LazyOpArg>, CustomOpRef> &&
+template <OpArg K> using OpArgType = std::variant_alternative_t<static_cast<size_t>(K), LazyOpArg>;
+static_assert(std::is_same_v<OpArgType<OpArg::None>, std::monostate> && std::is_same_v<OpArgType<OpArg::Shape>, Shape> &&
+                  std::is_same_v<OpArgType<OpArg::Axes>, std::vector<int64_t>> &&
+                  std::is_same_v<OpArgType<OpArg::Pairs>, PadArg> && std::is_same_v<OpArgType<OpArg::Cast>, CastArg> &&
+                  std::is_same_v<OpArgType<OpArg::Mem>, MemBuffer> &&
+                  std::is_same_v<OpArgType<OpArg::ConstBuf>, ConstBuffer> &&
+                  std::is_same_v<OpArgType<OpArg::Value>, double> &&
+                  std::is_same_v<OpArgType<OpArg::Custom>, CustomOpRef> &&
                   std::variant_size_v<LazyOpArg> == static_cast<size_t>(OpArg::Custom) + 1,
               "LazyOpArg's alternatives follow OpArg");
 

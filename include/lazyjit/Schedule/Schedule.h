@@ -7,6 +7,7 @@
 #include "lazyjit/Graph/LazyBuffer.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -17,13 +18,24 @@ namespace lazyjit {
 /// vars_from_ast order (sorted by name), which is also the order of the kernel's int arguments.
 using VarVals = std::map<std::string, std::pair<NodeRef, int64_t>>;
 
+/// What a schedule item does on the host instead of running a kernel: allocate its buffer
+/// (EMPTY), copy its one input into it (COPY, from another device), or fill it with a host
+/// function (CUSTOM). A kernel never contains these ops, nor any LazyBuffer.
+struct HostStep {
+  Op kind = Op::Empty;  ///< Op::Empty, Op::Copy or Op::Custom
+  CustomOpRef custom;   ///< CUSTOM's function
+};
+
 struct ScheduleItem {
-  LazyOpRef ast;                      ///< STORE(...) for kernels; a LoadOps op otherwise
+  LazyOpRef ast;                      ///< the kernel, STORE(...); null for a host step
   LazyBufferRef out;                  ///< the buffer this item realizes
   std::vector<LazyBufferRef> inputs;  ///< deduplicated base buffers; LOAD idx i+1 reads inputs[i]
   VarVals varVals;
+  std::optional<HostStep> host;       ///< set instead of `ast` for EMPTY, COPY and CUSTOM
 
-  bool isKernel() const { return !isLoadOp(ast->op); }
+  bool isKernel() const { return !host; }
+  /// The host step's op, or STORE for a kernel.
+  Op kind() const { return host ? host->kind : Op::Store; }
 };
 
 /// Buffers already scheduled in this walk (the reference's `seen` set). It keeps its members
