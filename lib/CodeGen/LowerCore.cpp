@@ -1,5 +1,6 @@
 // The target-independent part of kernel lowering (see LowerCore.h).
 #include "LowerCore.h"
+#include "lazyjit/Graph/NodeDType.h"
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/IR/MDBuilder.h>
@@ -49,22 +50,12 @@ size_t KernelEmitter::bufIndex(const LazyOp *op) {
 
 DType KernelEmitter::dtypeOf(const LazyOp &op) {
   if (auto it = dtypeMemo.find(&op); it != dtypeMemo.end()) return it->second;
-  DType dt;
-  switch (opTypeOf(op.op)) {
-  case OpType::Buffer: dt = op.bufferDType(); break;
-  case OpType::Unary: dt = op.op == Op::Cast ? std::get<CastArg>(op.arg).dtype : dtypeOf(*op.src[0].op); break;
-  case OpType::Binary: dt = promote(dtypeOf(*op.src[0].op), dtypeOf(*op.src[1].op)); break;
-  case OpType::Ternary: dt = promote(dtypeOf(*op.src[1].op), dtypeOf(*op.src[2].op)); break;
-  case OpType::Reduce: dt = dtypeOf(*op.src[0].op); break;
-  case OpType::Movement:
-    if (op.op == Op::Expand) {
-      dt = dtypeOf(*op.src[0].op);
-      break;
-    }
-    [[fallthrough]];
-  case OpType::Load: LAZYJIT_INTERNAL_CHECK(false, "codegen: {} in a kernel AST", opName(op.op));
-  }
-  return dtypeMemo[&op] = dt;
+  std::vector<DType> srcs; // (a buffer node's dtype is its own)
+  if (!isBufferOp(op.op))
+    for (const auto &x : op.src) srcs.push_back(dtypeOf(*x.op));
+  std::optional<DType> dt = kernelNodeDType(op, srcs);
+  LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} in a kernel AST", opName(op.op));
+  return dtypeMemo[&op] = *dt;
 }
 
 

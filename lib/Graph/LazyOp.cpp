@@ -1,6 +1,7 @@
 // LazyOp structure: hashing, structural equality, buffer collection, buffer mapping, and the
 // reference's FlopCounter (get_lazyop_info) and vars_from_ast.
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Graph/NodeDType.h"
 #include "lazyjit/Support/Release.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Support/Math.h"
@@ -272,50 +273,35 @@ using CounterMemo = std::unordered_map<const LazyOp *, Counter *, OpKeyHash, OpK
 // The counter of `ast` from its sources' counters `s`.
 Counter &countOp(const LazyOp &ast, const std::vector<Counter *> &s, std::deque<Counter> &store) {
   Counter &c = store.emplace_back();
+  std::vector<DType> srcDTypes;
+  for (const Counter *x : s) srcDTypes.push_back(x->dtype);
+  std::optional<DType> dt = kernelNodeDType(ast, srcDTypes);
+  LAZYJIT_INTERNAL_CHECK(dt.has_value(), "get_lazyop_info: {} is not allowed in a kernel AST", opName(ast.op));
   switch (opTypeOf(ast.op)) {
   case OpType::Buffer: {
-    if (ast.op == Op::Load) {
-      const auto &m = ast.memBuffer();
-      c = {&m.st.shape(), m.dtype, 0};
-    } else if (ast.op == Op::Const) {
-      const auto &k = ast.constBuffer();
-      c = {&k.st.shape(), k.dtype, 0};
-    } else {
-      const auto &m = ast.memBuffer();
-      c = {&m.st.shape(), m.dtype, s[0]->consume()};
-    }
+    const ShapeTracker &st = ast.op == Op::Const ? ast.constBuffer().st : ast.memBuffer().st;
+    c = {&st.shape(), *dt, ast.op == Op::Store ? s[0]->consume() : SInt(0)};
     break;
   }
   case OpType::Unary:
-    if (ast.op == Op::Cast)
-      c = {s[0]->shape, std::get<CastArg>(ast.arg).dtype, s[0]->consume()};
-    else
-      c = {s[0]->shape, s[0]->dtype, s[0]->consume() + prod(*s[0]->shape)};
+    c = {s[0]->shape, *dt, ast.op == Op::Cast ? s[0]->consume() : s[0]->consume() + prod(*s[0]->shape)};
     break;
   case OpType::Binary:
-    c = {s[0]->shape, promote(s[0]->dtype, s[1]->dtype), s[0]->consume() + s[1]->consume() + prod(*s[0]->shape)};
+    c = {s[0]->shape, *dt, s[0]->consume() + s[1]->consume() + prod(*s[0]->shape)};
     break;
   case OpType::Ternary: {
     SInt f = s[0]->consume();
     for (size_t i = 1; i < ast.src.size(); ++i) f = f + s[i]->consume();
-    f = f + prod(*s[0]->shape);
-    DType dt = ast.src.size() >= 3 ? promote(s[1]->dtype, s[2]->dtype) : s[0]->dtype;
-    c = {s[0]->shape, dt, f};
+    c = {s[0]->shape, *dt, f + prod(*s[0]->shape)};
     break;
   }
   case OpType::Reduce:
-    c = {&ast.shapeArg(), s[0]->dtype, s[0]->consume() + prod(*s[0]->shape)};
+    c = {&ast.shapeArg(), *dt, s[0]->consume() + prod(*s[0]->shape)};
     break;
-  case OpType::Movement:
-    if (ast.op == Op::Expand && !ast.src.empty()) {
-      // a row kernel's broadcast of a row value (OPT=5): no arithmetic of its own
-      c = {&ast.shapeArg(), s[0]->dtype, s[0]->consume()};
-      break;
-    }
-    [[fallthrough]];
-  case OpType::Load:
-    LAZYJIT_INTERNAL_CHECK(false, "get_lazyop_info: {} is not allowed in a kernel AST",
-                           opName(ast.op));
+  case OpType::Movement: // only a row kernel's EXPAND of a row value (OPT=5): no arithmetic of its own
+    c = {&ast.shapeArg(), *dt, s[0]->consume()};
+    break;
+  case OpType::Load: break; // refused above
   }
   return c;
 }
@@ -355,6 +341,21 @@ Counter *runAst(const LazyOp &root, CounterMemo &memo, std::deque<Counter> &stor
 }
 
 } // namespace
+
+std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> srcs) {
+  switch (opTypeOf(op.op)) {
+  case OpType::Buffer: return op.bufferDType();
+  case OpType::Unary: return op.op == Op::Cast ? std::get<CastArg>(op.arg).dtype : srcs[0];
+  case OpType::Binary: return promote(srcs[0], srcs[1]);
+  case OpType::Ternary: return srcs.size() >= 3 ? promote(srcs[1], srcs[2]) : srcs[0];
+  case OpType::Reduce: return srcs[0];
+  case OpType::Movement:
+    if (op.op == Op::Expand && !srcs.empty()) return srcs[0];
+    return std::nullopt;
+  case OpType::Load: return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 LazyOpInfo getLazyOpInfo(const LazyOp &ast) {
   CounterMemo memo;

@@ -3,6 +3,7 @@
 // against) are in InterpreterScalar.cpp.
 #include "InterpreterScalar.h"
 #include "lazyjit/Runtime/Interpreter.h"
+#include "lazyjit/Graph/NodeDType.h"
 #include "lazyjit/Runtime/HostAllocator.h"
 #include "lazyjit/Support/Math.h"
 
@@ -161,27 +162,13 @@ private:
 
   DType dtypeOf(const LazyOp &op) {
     if (auto it = dtypes_.find(&op); it != dtypes_.end()) return it->second;
-    DType dt;
-    switch (opTypeOf(op.op)) {
-    case OpType::Buffer: dt = op.bufferDType(); break;
-    case OpType::Unary:
-      dt = op.op == Op::Cast ? std::get<CastArg>(op.arg).dtype : dtypeOf(*op.src[0].op);
-      break;
-    case OpType::Binary: dt = promote(dtypeOf(*op.src[0].op), dtypeOf(*op.src[1].op)); break;
-    case OpType::Ternary: dt = promote(dtypeOf(*op.src[1].op), dtypeOf(*op.src[2].op)); break;
-    case OpType::Reduce: dt = dtypeOf(*op.src[0].op); break;
-    case OpType::Movement:
-      if (op.op == Op::Expand) {
-        dt = dtypeOf(*op.src[0].op);
-        break;
-      }
-      [[fallthrough]];
-    case OpType::Load:
-      LAZYJIT_USER_CHECK(false, Error, "interpreter: {} is not allowed in a kernel AST",
-                         opName(op.op));
-    }
-    dtypes_[&op] = dt;
-    return dt;
+    std::vector<DType> srcs; // (a buffer node's dtype is its own)
+    if (!isBufferOp(op.op))
+      for (const auto &x : op.src) srcs.push_back(dtypeOf(*x.op));
+    std::optional<DType> dt = kernelNodeDType(op, srcs);
+    LAZYJIT_USER_CHECK(dt.has_value(), Error, "interpreter: {} is not allowed in a kernel AST", opName(op.op));
+    dtypes_[&op] = *dt;
+    return *dt;
   }
 
   void setIdx(const std::vector<int64_t> &idx) {

@@ -3,6 +3,7 @@
 // costs one flop per output element, a reduce one per input element, a repeated subtree is
 // counted once); bytes are per buffer, the last LOAD of a buffer winning.
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Graph/NodeDType.h"
 
 #include <doctest/doctest.h>
 
@@ -62,4 +63,25 @@ TEST_CASE("getLazyOpInfo: the last LOAD of a buffer decides its bytes; the STORE
   CHECK(second.mem.at(1) == 4 * 1);
   LazyOpRef store = LazyOp::make(Op::Store, {LazySrc(whole)}, MemBuffer{1, dtypes::float16, ShapeTracker::fromShape({8})});
   CHECK(getLazyOpInfo(*store).mem.at(1) == 2 * 8);
+}
+
+TEST_CASE("kernelNodeDType: the one dtype rule the FlopCounter, the code generator and the interpreter read") {
+  LazyOpRef f = load(1, {4}), h = load(2, {4}, dtypes::float16), i = load(3, {4}, dtypes::int32);
+  LazyOpRef cond = bin(Op::CmpLt, f, h);
+  auto of = [](const LazyOpRef &op, std::vector<DType> srcs) { return kernelNodeDType(*op, srcs); };
+  CHECK(of(f, {}) == dtypes::float32);                                          // a buffer's own
+  CHECK(of(bin(Op::Add, h, i), {dtypes::float16, dtypes::int32}) == dtypes::float16); // promoted
+  CHECK(of(cond, {dtypes::float32, dtypes::float16}) == dtypes::float32);      // CMPLT keeps the max
+  LazyOpRef where = LazyOp::make(Op::Where, {LazySrc(cond), LazySrc(i), LazySrc(h)});
+  CHECK(of(where, {dtypes::float32, dtypes::int32, dtypes::float16}) == dtypes::float16); // the values'
+  LazyOpRef cast = LazyOp::make(Op::Cast, {LazySrc(f)}, CastArg{dtypes::int8});
+  CHECK(of(cast, {dtypes::float32}) == dtypes::int8);
+  LazyOpRef sum = LazyOp::make(Op::Sum, {LazySrc(h)}, Shape{1});
+  CHECK(of(sum, {dtypes::float16}) == dtypes::float16);
+  CHECK(of(LazyOp::make(Op::Expand, {LazySrc(sum)}, Shape{4}), {dtypes::float16}) == dtypes::float16);
+  CHECK_FALSE(of(LazyOp::make(Op::Reshape, {LazySrc(f)}, Shape{2, 2}), {dtypes::float32}).has_value());
+  CHECK_FALSE(of(LazyOp::make(Op::Contiguous, {LazySrc(f)}), {dtypes::float32}).has_value());
+  // and getLazyOpInfo agrees: a WHERE over a float32 condition stores its values' dtype
+  LazyOpRef store = LazyOp::make(Op::Store, {LazySrc(where)}, MemBuffer{0, dtypes::float16, ShapeTracker::fromShape({4})});
+  CHECK(getLazyOpInfo(*store).dtype == dtypes::float16);
 }
