@@ -7,7 +7,6 @@
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/HostAllocator.h"
 #include "lazyjit/Runtime/ThreadPool.h"
-#include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Logging.h"
 
@@ -151,7 +150,8 @@ private:
 
 class CPUDevice : public CompilingDevice {
 public:
-  explicit CPUDevice(const std::string &name) : CompilingDevice(name, counters()), target(TargetSpec::host()) {
+  explicit CPUDevice(const std::string &name) : CompilingDevice(name, counters()) {
+    target = TargetSpec::host();
     JIT::get();
   }
 
@@ -164,25 +164,11 @@ public:
 
 protected:
   const char *diskCacheName() const override { return "cpu"; }
-  std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const override {
-    return "lazyjit-cpu-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) +
-           "\nbounds=" + std::to_string(boundsChecking(opts)) + "\n" + astKey(ast);
-  }
-  std::vector<uint8_t> compileCode(const LazyOpRef &ast, const CompileOptions &opts,
-                                   KernelSignature *sig) const override {
-    return compileToObject(ast, target, opts, sig);
-  }
-  KernelSignature describe(const LazyOpRef &ast, const CompileOptions &opts) const override {
-    return describeKernel(ast, target, opts);
-  }
   // Links the object into the process's JIT; an object the JIT rejects throws (cached or not).
   std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) override {
     auto [entry, range] = JIT::get().add(code.bytes, code.sig.symbol);
     return std::make_shared<CPUProgram>(ast, code.sig, entry, range, code.seconds, code.fromCache);
   }
-
-private:
-  TargetSpec target;
 };
 
 } // namespace

@@ -11,7 +11,6 @@
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/ThreadPool.h"
-#include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Logging.h"
 
@@ -245,17 +244,6 @@ public:
 
 protected:
   const char *diskCacheName() const override { return "ptx"; }
-  std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const override {
-    return "lazyjit-ptx-v2\n" + target.key() + "\nnoopt=" + std::to_string(opts.noopt) + "\n" + astKey(ast);
-  }
-  std::vector<uint8_t> compileCode(const LazyOpRef &ast, const CompileOptions &opts,
-                                   KernelSignature *sig) const override {
-    std::string ptx = compileToPTX(ast, target, opts, sig);
-    return {ptx.begin(), ptx.end()};
-  }
-  KernelSignature describe(const LazyOpRef &ast, const CompileOptions &opts) const override {
-    return describeKernel(ast, target, opts);
-  }
   std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) override;
   bool boundsMatter() const override { return false; }
   std::string logDetail(const KernelSignature &sig) const override {
@@ -265,7 +253,6 @@ protected:
 
 private:
   Context c;
-  TargetSpec target;
   std::unique_ptr<CUDAAllocator> allocator_;
 };
 

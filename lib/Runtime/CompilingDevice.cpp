@@ -1,6 +1,7 @@
 // The batch compile shared by the CPU and CUDA devices (CompilingDevice.h).
 #include "CompilingDevice.h"
 #include "lazyjit/Runtime/KernelCache.h"
+#include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/Support/Logging.h"
 
@@ -10,17 +11,30 @@
 
 namespace lazyjit {
 
+// A kernel's key in the disk cache: the target (with the LLVM version and the code generator's
+// fingerprint), the options the code depends on, and the AST.
+std::string CompilingDevice::diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const {
+  std::string key = fmt::format("lazyjit-{}-v2\n{}\nnoopt={}\n", diskCacheName(), target.key(), opts.noopt ? 1 : 0);
+  if (boundsMatter()) key += fmt::format("bounds={}\n", boundsChecking(opts) ? 1 : 0);
+  return key + astKey(ast);
+}
+
 KernelCode CompilingDevice::produce(const LazyOpRef &ast, const CompileOptions &opts, bool useDiskCache) const {
   auto t0 = std::chrono::steady_clock::now();
   KernelCode r;
   std::string key = diskCacheKey(*ast, opts);
   if (auto hit = useDiskCache ? diskCache(diskCacheName()).load(key) : std::nullopt) {
     r.bytes = std::move(*hit);
-    r.sig = describe(ast, opts);
+    r.sig = describeKernel(ast, target, opts);
     r.fromCache = true;
     ++counters.diskHits;
   } else {
-    r.bytes = compileCode(ast, opts, &r.sig);
+    if (target.kind == TargetSpec::Kind::NVPTX) {
+      std::string ptx = compileToPTX(ast, target, opts, &r.sig);
+      r.bytes.assign(ptx.begin(), ptx.end());
+    } else {
+      r.bytes = compileToObject(ast, target, opts, &r.sig);
+    }
     diskCache(diskCacheName()).store(key, r.bytes);
     ++counters.compiled;
   }

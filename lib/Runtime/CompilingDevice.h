@@ -4,8 +4,8 @@
 // in-memory cache has; drop duplicates within the batch; produce each remaining kernel's code on
 // the thread pool (from the disk cache, or by compiling it and storing it there); then, serially
 // under the device's lock, turn each code into a program and remember it. A device supplies only
-// what differs: the cache's name and key, how it compiles, and how code becomes a program (which
-// may refuse code from the disk cache: then that kernel is compiled afresh).
+// what differs: its target, the disk cache's name, and how code becomes a program (which may
+// refuse code from the disk cache: then that kernel is compiled afresh).
 #pragma once
 
 #include "lazyjit/CodeGen/Compiler.h"
@@ -40,14 +40,10 @@ public:
   std::vector<std::shared_ptr<Program>> compileAll(const std::vector<LazyOpRef> &asts) final;
 
 protected:
-  /// The disk cache's directory name ("cpu", "ptx") and a kernel's key in it.
+  /// What the device compiles for: object code for a CPU target, PTX for NVPTX.
+  TargetSpec target;
+  /// The disk cache's directory name ("cpu", "ptx"), also in its keys.
   virtual const char *diskCacheName() const = 0;
-  virtual std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const = 0;
-  /// Compiles a kernel, filling its signature.
-  virtual std::vector<uint8_t> compileCode(const LazyOpRef &ast, const CompileOptions &opts,
-                                           KernelSignature *sig) const = 0;
-  /// The signature of a kernel whose code came from the disk cache.
-  virtual KernelSignature describe(const LazyOpRef &ast, const CompileOptions &opts) const = 0;
   /// Makes a program of the code (called under the device's lock, one kernel at a time). May
   /// return null for code from the disk cache that does not load: it is then compiled again.
   virtual std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) = 0;
@@ -59,6 +55,7 @@ protected:
 
 private:
   KernelCode produce(const LazyOpRef &ast, const CompileOptions &opts, bool useDiskCache) const;
+  std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const;
 
   CompileCounters &counters;
   std::mutex mu;
