@@ -165,7 +165,7 @@ std::vector<uint8_t> emitFile(llvm::Module &m, llvm::TargetMachine &tm, llvm::Co
   return std::vector<uint8_t>(buf.begin(), buf.end());
 }
 
-std::string kernelSummary(const Kernel &k, const TargetSpec &target);
+std::string kernelSummary(const Kernel &k);
 KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts);
 
 // How far runPasses goes (Loops: as LLVM, with the loop nest written).
@@ -187,7 +187,7 @@ Compiled runPasses(const LazyOpRef &ast, const TargetSpec &t, const CompileOptio
   //    options' list), each recorded in it
   Compiled c(buildKernel(ast, t, o));
   const std::string &name = c.kernel.name();
-  LAZYJIT_LOG(CodeGen, 4, "pass kernel:\n{}", kernelSummary(c.kernel, t));
+  LAZYJIT_LOG(CodeGen, 4, "pass kernel:\n{}", kernelSummary(c.kernel));
   // 2. lowering to LLVM IR, for the CPU or NVPTX; it writes the loop nest it emits
   c.ctx = std::make_unique<llvm::LLVMContext>();
   c.tm = makeTargetMachine(t);
@@ -277,7 +277,7 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
 
 namespace {
 
-std::string kernelSummary(const Kernel &k, const TargetSpec &target) {
+std::string kernelSummary(const Kernel &k) {
   std::string axes;
   int fr = k.firstReduce(), n = static_cast<int>(k.shapeLen());
   for (int a = 0; a < n; ++a) {
@@ -292,7 +292,6 @@ std::string kernelSummary(const Kernel &k, const TargetSpec &target) {
   }
   std::string optStr;
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
-  (void)target;
   std::string shape = renderShape(k.fullShape());
   return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
@@ -318,7 +317,7 @@ KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &t
     for (const auto &d : launch.block) sig.localSize.push_back(d.size.asInt());
     sig.sharedBytes = launch.sharedBytes;
   }
-  sig.kernelSummary = kernelSummary(k, target);
+  sig.kernelSummary = kernelSummary(k);
   return sig;
 }
 
@@ -340,27 +339,34 @@ std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target, const
   return std::string(bytes.begin(), bytes.end());
 }
 
+namespace {
+
+// A kernel's code (object file or PTX) and its signature, from one run of the passes.
+std::vector<uint8_t> compileCode(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+                                 KernelSignature *sig) {
+  auto t0 = std::chrono::steady_clock::now();
+  Compiled c = runPasses(ast, target, opts, Until::Code);
+  if (sig) *sig = describe(c.kernel, *ast, target, opts);
+  LAZYJIT_LOG(CodeGen, 2, "compiled {}{} in {:.2f} ms", c.kernel.name(),
+              target.kind == TargetSpec::Kind::NVPTX ? " to PTX" : "",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return std::move(c.code);
+}
+
+} // namespace
+
 std::vector<uint8_t> compileToObject(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                                      KernelSignature *sig) {
   LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::CPU, CompileError,
                      "codegen: object code is for CPU targets");
-  auto t0 = std::chrono::steady_clock::now();
-  Compiled c = runPasses(ast, target, opts, Until::Code);
-  if (sig) *sig = describe(c.kernel, *ast, target, opts);
-  LAZYJIT_LOG(CodeGen, 2, "compiled {} in {:.2f} ms", c.kernel.name(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  return std::move(c.code);
+  return compileCode(ast, target, opts, sig);
 }
 
 std::string compileToPTX(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                          KernelSignature *sig) {
   LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::NVPTX, CompileError, "codegen: PTX is for NVPTX targets");
-  auto t0 = std::chrono::steady_clock::now();
-  Compiled c = runPasses(ast, target, opts, Until::Code);
-  if (sig) *sig = describe(c.kernel, *ast, target, opts);
-  LAZYJIT_LOG(CodeGen, 2, "compiled {} to PTX in {:.2f} ms", c.kernel.name(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  return std::string(c.code.begin(), c.code.end());
+  std::vector<uint8_t> ptx = compileCode(ast, target, opts, sig);
+  return std::string(ptx.begin(), ptx.end());
 }
 
 } // namespace lazyjit

@@ -94,8 +94,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     }
   }
   if (vecAxis >= 0)
-    note(fmt::format("vector: axis {} as {} lanes{}", vecAxis, lanes,
-                     vecReduce ? " of partial sums, added up before the store" : ""));
+    note("vector: axis {} as {} lanes{}", vecAxis, lanes, vecReduce ? " of partial sums, added up before the store" : "");
   std::vector<int64_t> outSizes, redSizes;
   for (int a : outUp) outSizes.push_back(full[a].asInt());
   for (int a : redUp) redSizes.push_back(full[a].asInt());
@@ -122,7 +121,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       std::vector<Value *> init;
       for (size_t o = 0; o < outCombos.size(); ++o)
         init.push_back(vec ? splat(vb.reduceInit(rop, rdt).v) : vb.reduceInit(rop, rdt).v);
-      note(fmt::format("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(rop)));
+      note("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(rop));
       std::function<std::vector<Value *>(int, const std::vector<Value *> &)> reduceLoops =
           [&](int axis2, const std::vector<Value *> &cur) -> std::vector<Value *> {
         if (axis2 < firstUpcast) {
@@ -137,8 +136,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         std::vector<Value *> next = cur;
         const LazyOp &src = *k.reduceop->src[0].op;
         Op alu = rop == Op::Sum ? Op::Add : Op::Max;
-        note(fmt::format("accumulate {} value{}{}", outCombos.size() * redCombos.size(),
-                         outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : ""));
+        note("accumulate {} value{}{}", outCombos.size() * redCombos.size(),
+             outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : "");
         for (size_t o = 0; o < outCombos.size(); ++o)
           for (const auto &rc : redCombos) {
             std::vector<NodeRef> ix = idxs;
@@ -164,7 +163,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     }
     // late buffers are read with the reduce indices zeroed
     for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
-    if (outCombos.size() > 1) note(fmt::format("unrolled: {} outputs", outCombos.size()));
+    if (outCombos.size() > 1) note("unrolled: {} outputs", outCombos.size());
     for (size_t o = 0; o < outCombos.size(); ++o) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], nullptr);

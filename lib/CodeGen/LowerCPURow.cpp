@@ -237,7 +237,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
       const LazyOp &src = *x->src[0].op;
       bool prefetch = pass++ == 1;
-      note(fmt::format("pass {}: {} over the row{}", pass, opName(x->op), prefetch ? ", prefetching the next row" : ""));
+      note("pass {}: {} over the row{}", pass, opName(x->op), prefetch ? ", prefetching the next row" : "");
       TraceIndent inPass(trace);
       if (rdt.isFloating() && vectorPass(&src)) {
         // independent partial results per unrolled vector, so that the accumulation's latency
@@ -245,7 +245,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         lanes = k.rowLanes;
         int64_t vectors = full[n - 1].asInt() / lanes, unroll = vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
         std::vector<Value *> init(static_cast<size_t>(unroll), splat(vb.reduceInit(x->op, rdt).v));
-        note(fmt::format("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll));
+        note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
         auto combine = [&](Value *a, Value *c) {
           return alu == Op::Add ? markAccumulate(b.CreateFAdd(a, c)) : b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c);
         };
@@ -282,7 +282,8 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       rowValues[x] = Val{acc[0], rdt};
     }
     std::vector<NodeRef> ix = idxs;
-    note(topReduce ? fmt::format("final pass: {} over the row", opName(topReduce->op)) : "output pass");
+    if (topReduce) note("final pass: {} over the row", opName(topReduce->op));
+    else note("output pass");
     TraceIndent inPass(trace);
     if (topReduce) {
       // the final pass accumulates the kernel's reduce over the row (a scalar loop)

@@ -380,8 +380,7 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   SInt rem = mod(SInt(base), SInt(lanes));
   bool aligned = rem.isInt() ? rem.asInt() == 0 : rem.node()->isNum() && rem.node()->num == 0;
   bool streaming = k.streamingStores && valid->isNum() && lineBytes == 64 && aligned;
-  note(fmt::format("store buffer 0: <{} x {}>{}", lanes, outDt.name(),
-                   streaming ? ", streaming" : valid->isNum() ? "" : ", masked"));
+  note("store buffer 0: <{} x {}>{}", lanes, outDt.name(), streaming ? ", streaming" : valid->isNum() ? "" : ", masked");
   if (streaming) {
     StoreInst *st = b.CreateAlignedStore(x.v, p, Align(64));
     st->setMetadata(LLVMContext::MD_nontemporal, MDNode::get(ctx, ConstantAsMetadata::get(b.getInt32(1))));

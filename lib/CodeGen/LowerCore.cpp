@@ -1,6 +1,5 @@
 // The target-independent part of kernel lowering (see LowerCore.h).
 #include "LowerCore.h"
-#include "lazyjit/Graph/NodeDType.h"
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/IR/MDBuilder.h>
@@ -49,13 +48,10 @@ size_t KernelEmitter::bufIndex(const LazyOp *op) {
 }
 
 DType KernelEmitter::dtypeOf(const LazyOp &op) {
-  if (auto it = dtypeMemo.find(&op); it != dtypeMemo.end()) return it->second;
-  std::vector<DType> srcs; // (a buffer node's dtype is its own)
-  if (!isBufferOp(op.op))
-    for (const auto &x : op.src) srcs.push_back(dtypeOf(*x.op));
-  std::optional<DType> dt = kernelNodeDType(op, srcs);
-  LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} in a kernel AST", opName(op.op));
-  return dtypeMemo[&op] = *dt;
+  const LazyOp *bad = nullptr;
+  std::optional<DType> dt = nodeDTypes.of(op, &bad);
+  LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} in a kernel AST", opName(bad->op));
+  return *dt;
 }
 
 
@@ -388,11 +384,9 @@ std::string LoopTrace::str() const {
 std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,
                           const std::vector<Value *> &carried,
                           const std::function<std::vector<Value *>(Value *, const std::vector<Value *> &)> &body) {
-  if (trace) {
-    note(fmt::format("for {} in [{}, {}){}", name, trace->text(lo), trace->text(hi),
-                     carried.empty() ? "" : fmt::format(" carrying {}", carried.size())));
-    ++trace->depth;
-  }
+  if (trace)
+    note("for {} in [{}, {}){}", name, trace->text(lo), trace->text(hi),
+         carried.empty() ? "" : fmt::format(" carrying {}", carried.size()));
   BasicBlock *pre = b.GetInsertBlock();
   BasicBlock *head = BasicBlock::Create(ctx, "loop." + name, fn);
   BasicBlock *exit = BasicBlock::Create(ctx, "loop." + name + ".exit", fn);
@@ -413,8 +407,11 @@ std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Val
   }
   auto savedCache = loadCache;
   loadCache.clear();
-  std::vector<Value *> next = body(iv, cur);
-  if (trace) --trace->depth;
+  std::vector<Value *> next;
+  {
+    TraceIndent inLoop(trace);
+    next = body(iv, cur);
+  }
   loadCache = std::move(savedCache);
   Value *ivNext = b.CreateAdd(iv, ConstantInt::get(lo->getType(), 1), name + ".next", /*HasNUW=*/true,
                               /*HasNSW=*/true);
@@ -488,7 +485,7 @@ void KernelEmitter::storeOutput(const std::vector<NodeRef> &idxs, Val v) {
   DType outDt = store->memBuffer().dtype;
   auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return;
-  note(fmt::format("store buffer 0{}", valid->isNum() ? "" : " where valid"));
+  note("store buffer 0{}", valid->isNum() ? "" : " where valid");
   if (valid->isNum()) {
     checkAccess(0, asIdx(render(*idx)), nullptr);
     vb.store(bufPtrs[0], asIdx(render(*idx)), v, outDt);

@@ -7,6 +7,7 @@
 #include "LowerValues.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
+#include "lazyjit/Graph/NodeDType.h"
 
 #include <llvm/IR/Module.h>
 #include <llvm/IR/ValueHandle.h>
@@ -62,7 +63,7 @@ protected:
   std::vector<Value *> bufPtrs;               ///< data0..dataN
   std::map<std::string, Value *> varValues;   ///< index and kernel variables by name
   std::unordered_map<const LazyOp *, size_t> bufIndexOf;
-  std::unordered_map<const LazyOp *, DType> dtypeMemo;
+  KernelDTypes nodeDTypes; ///< each node's dtype (dtypeOf)
   std::map<std::string, Val> loadCache;
   std::unordered_map<std::string, SimplifiedIndex> accessMemo;
   /// The integer type of index arithmetic: i64 unless a driver narrows it (NVPTX uses i32 when
@@ -75,8 +76,9 @@ protected:
   std::vector<llvm::WeakTrackingVH> accumulates;
   /// Where the loop nest is written (null: not traced).
   LoopTrace *trace = nullptr;
-  void note(const std::string &line) {
-    if (trace) trace->note(line);
+  /// Adds a line to the trace; nothing is formatted when there is none (a normal compile).
+  template <typename... A> void note(fmt::format_string<A...> f, A &&...args) {
+    if (trace) trace->note(fmt::format(f, std::forward<A>(args)...));
   }
   /// Indents the trace's lines under the last one until it goes out of scope.
   struct TraceIndent {

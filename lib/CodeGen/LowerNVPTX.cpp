@@ -297,7 +297,7 @@ void NVPTXLowerer::emitBody() {
     DType rdt = dtypeOf(*k.reduceop);
     std::vector<Value *> init;
     for (size_t o = 0; o < outCombos.size(); ++o) init.push_back(vb.reduceInit(k.reduceop->op, rdt).v);
-    note(fmt::format("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(k.reduceop->op)));
+    note("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(k.reduceop->op));
     std::vector<Value *> finals = reduceLoops(fr + static_cast<int>(k.groupForReduce.size()), init);
     if (!k.groupForReduce.empty()) {
       note("combine the threads' partial results through shared memory");
@@ -309,7 +309,7 @@ void NVPTXLowerer::emitBody() {
   for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
   const LazyOp &top = *k.bufs[0]->src[0].op;
   prefetchVectorLoads(top, false);
-  if (outCombos.size() > 1) note(fmt::format("unrolled: {} outputs", outCombos.size()));
+  if (outCombos.size() > 1) note("unrolled: {} outputs", outCombos.size());
   for (size_t o = 0; o < outCombos.size(); ++o) {
     std::vector<NodeRef> ix = idxs;
     setUpcast(ix, outCombos[o], nullptr);
@@ -358,8 +358,7 @@ Function *NVPTXLowerer::lower(const std::string &sym) {
       for (size_t i = 0; i < ds.size(); ++i) {
         std::string axes;
         for (int a : ds[i].axes) axes += fmt::format("{}{}", axes.empty() ? "" : ", ", a);
-        note(fmt::format("{}.{} = {}{}: axis {} of {}", what, xyz[i], prefix, ds[i].axes.front(),
-                         axes, ds[i].size.render()));
+        note("{}.{} = {}{}: axis {} of {}", what, xyz[i], prefix, ds[i].axes.front(), axes, ds[i].size.render());
       }
     };
     dims(launch.grid, "block", "gidx");

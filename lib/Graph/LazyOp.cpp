@@ -357,6 +357,23 @@ std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> sr
   return std::nullopt;
 }
 
+std::optional<DType> KernelDTypes::of(const LazyOp &op, const LazyOp **bad) {
+  if (auto it = memo.find(&op); it != memo.end()) return it->second;
+  std::vector<DType> srcs; // (a buffer node's dtype is its own)
+  if (!isBufferOp(op.op))
+    for (const auto &x : op.src) {
+      std::optional<DType> dt = of(*x.op, bad);
+      if (!dt) return std::nullopt;
+      srcs.push_back(*dt);
+    }
+  std::optional<DType> dt = kernelNodeDType(op, srcs);
+  if (!dt) {
+    if (bad) *bad = &op;
+    return std::nullopt;
+  }
+  return memo[&op] = *dt;
+}
+
 LazyOpInfo getLazyOpInfo(const LazyOp &ast) {
   CounterMemo memo;
   std::deque<Counter> store;

@@ -127,7 +127,7 @@ private:
   std::vector<std::pair<int, int64_t>> symValues;
   std::vector<int64_t> slots;
   std::unordered_map<const LazyOp *, Leaf> leaves;
-  std::unordered_map<const LazyOp *, DType> dtypes_;
+  KernelDTypes dtypes_;
 
   Shape concrete(const Shape &s) const {
     Shape out;
@@ -161,13 +161,9 @@ private:
   }
 
   DType dtypeOf(const LazyOp &op) {
-    if (auto it = dtypes_.find(&op); it != dtypes_.end()) return it->second;
-    std::vector<DType> srcs; // (a buffer node's dtype is its own)
-    if (!isBufferOp(op.op))
-      for (const auto &x : op.src) srcs.push_back(dtypeOf(*x.op));
-    std::optional<DType> dt = kernelNodeDType(op, srcs);
-    LAZYJIT_USER_CHECK(dt.has_value(), Error, "interpreter: {} is not allowed in a kernel AST", opName(op.op));
-    dtypes_[&op] = *dt;
+    const LazyOp *bad = nullptr;
+    std::optional<DType> dt = dtypes_.of(op, &bad);
+    LAZYJIT_USER_CHECK(dt.has_value(), Error, "interpreter: {} is not allowed in a kernel AST", opName(bad->op));
     return *dt;
   }
 

@@ -142,7 +142,7 @@ public:
     } else if (accept("%")) {
       result = modNode(first, operandInt(), start);
     } else if (accept("<")) {
-      result = ltNode(first, operand(depth));
+      result = rawLtNode(first, operand(depth));
     } else if (peek() == '+') {
       std::vector<NodeRef> parts{first};
       while (accept("+")) parts.push_back(node(depth + 1)), skipSpaces();
@@ -233,8 +233,6 @@ public:
     if (!truthy(ge(a->min, 0))) errorAt(at, "a symbolic modulo needs a nonnegative numerator");
     return rawModNode(std::move(a), b);
   }
-
-  NodeRef ltNode(NodeRef a, SInt b) { return rawLtNode(std::move(a), std::move(b)); }
 
   // ---- tuples --------------------------------------------------------------------------------
 
