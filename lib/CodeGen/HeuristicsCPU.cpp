@@ -41,7 +41,7 @@ bool unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit = nullptr)
 }
 
 bool hasTranscendental(const LazyOp &ast) {
-  for (const LazyOp *x : ast.lazyops())
+  for (const LazyOp *x : ast.uniqueOps())
     if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
   return false;
 }
@@ -85,7 +85,7 @@ std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize) {
 std::vector<bool> reduceInputs(const Kernel &k) {
   std::vector<bool> in(k.bufs.size(), !k.reduceop);
   if (!k.reduceop) return in;
-  for (const LazyOp *x : k.reduceop->lazyops())
+  for (const LazyOp *x : k.reduceop->uniqueOps())
     if (isBufferOp(x->op))
       for (size_t i = 1; i < k.bufs.size(); ++i)
         if (k.bufs[i]->op == x->op && argEqual(k.bufs[i]->arg, x->arg)) in[i] = true;

@@ -19,7 +19,7 @@ std::string Opt::str() const {
 Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(std::move(o)) {
   LAZYJIT_USER_CHECK(ast->op == Op::Store, Error, "kernels must have a STORE as the output, got {}",
                      opName(ast->op));
-  auto ops = ast->lazyops();
+  auto ops = ast->uniqueOps();
   const LazyOp *expand = nullptr;
   for (const LazyOp *x : ops)
     if (x->op == Op::Expand && !expand) expand = x;
@@ -46,7 +46,7 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
     bool found = false;
     std::optional<Shape> full;
     if (rowKernel) full = getLazyOpInfo(*reduceop->src[0].op).shape;
-    for (const LazyOp *x : reduceop->lazyops()) {
+    for (const LazyOp *x : reduceop->uniqueOps()) {
       if (!isBufferOp(x->op) || (full && x->bufferSt().shape() != *full)) continue;
       for (size_t i = 0; i < bufs.size(); ++i)
         if (bufs[i]->op == x->op && argEqual(bufs[i]->arg, x->arg)) {
@@ -345,7 +345,7 @@ void Kernel::padTo(int64_t axis, int64_t amt) {
   bool reduceAxis = axis >= firstReduce();
   if (reduceAxis) {
     bool safe = reduceop && reduceop->op == Op::Sum;
-    for (const LazyOp *x : reduceop ? reduceop->src[0].op->lazyops() : std::vector<const LazyOp *>{})
+    for (const LazyOp *x : reduceop ? reduceop->src[0].op->uniqueOps() : std::vector<const LazyOp *>{})
       // (a bitcast would turn the -0.0 of a negated 0 into a nonzero integer)
       safe = safe && zeroPreserving(x->op) && !(x->op == Op::Cast && std::get<CastArg>(x->arg).bitcast);
     LAZYJIT_USER_CHECK(safe, UnsupportedError,

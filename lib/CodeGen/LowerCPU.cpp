@@ -32,6 +32,7 @@ using namespace llvm;
 
 Value *CPUMath::unary(IRBuilder<> &b, Op op, Value *x) {
   if (op == Op::Sqrt) return b.CreateUnaryIntrinsic(Intrinsic::sqrt, x);
+  if (x->getType()->isVectorTy()) return vectorCall(b, op, x);
   bool dbl = x->getType()->isDoubleTy();
   const char *name = nullptr;
   switch (op) {
@@ -143,7 +144,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
             std::vector<NodeRef> ix = idxs;
             setUpcast(ix, outCombos[o], &rc);
             if (vec) {
-              Val v = vecConvert(vecEval(src, ix, nullptr), rdt);
+              Val v = vb.convert(eval(src, ix, nullptr, lanes), rdt, false);
               next[o] = alu == Op::Add ? markAccumulate(b.CreateFAdd(v.v, next[o]))
                                        : b.CreateBinaryIntrinsic(Intrinsic::maximum, v.v, next[o]);
               continue;
@@ -167,7 +168,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     for (size_t o = 0; o < outCombos.size(); ++o) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], nullptr);
-      if (vec && !vecReduce) vecStore(ix, vecEval(top, ix, accs.empty() ? nullptr : &accs[o]));
+      if (vec && !vecReduce) vecStore(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o], lanes));
       else storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
     }
   };

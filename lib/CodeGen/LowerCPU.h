@@ -5,14 +5,28 @@
 
 #include "LowerCore.h"
 
+#include <llvm/TargetParser/Triple.h>
+
 namespace lazyjit {
 
 // CPU math: sqrt is an instruction; exp2/log2/sin are calls to the C library by name, marked as
 // not touching memory, so that the loop vectorizer can replace them with glibc's vector variants
-// (libmvec, mapped in Compiler.cpp) and the scalar remainder calls libm.
+// (libmvec, mapped in Compiler.cpp) and the scalar remainder calls libm. On a vector (vector mode)
+// they call the vector library's function of that width directly (vectorMathFn), in pieces when
+// it is narrower; a row kernel's float exp2 is computed inline (inlineExp2F32).
 class CPUMath : public MathLowering {
 public:
+  CPUMath(int64_t vectorBits, llvm::Triple triple, bool rowKernel)
+      : vectorBits(vectorBits), triple(std::move(triple)), rowKernel(rowKernel) {}
   llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) override;
+  /// Whether `op` (exp2, log2, sin) has a form for `lanes` lanes of `dt`.
+  bool hasLanes(Op op, DType dt, int64_t lanes) const;
+
+private:
+  int64_t vectorBits;
+  llvm::Triple triple;
+  bool rowKernel;
+  llvm::Value *vectorCall(llvm::IRBuilder<> &b, Op op, llvm::Value *x);
 };
 
 /// exp2 of a <N x float> computed inline (no libmvec call); row kernels use it (LowerCPUVector.cpp).
@@ -22,7 +36,8 @@ llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x, bool avx512);
 /// Lowers one Kernel for a CPU target (lowerKernelCPU); see LowerCPU.cpp for the IR it emits.
 class CPULowerer : public KernelEmitter {
 public:
-  CPULowerer(const Kernel &k, llvm::Module &m) : KernelEmitter(k, m, math) {}
+  CPULowerer(const Kernel &k, llvm::Module &m)
+      : KernelEmitter(k, m, math), math(k.opts.vectorBits, llvm::Triple(m.getTargetTriple()), k.rowKernel) {}
   llvm::Function *lower(const std::string &symbol);
 
 private:
@@ -51,19 +66,18 @@ private:
   NodeRef vidx;
   bool vecReduce = false; // the vector axis is a reduce axis (dot products)
   bool canVectorize(int axis, bool reduceAxis);
-  /// Whether every element-wise op among `ops` has a vector form for `lanes` lanes.
-  bool vectorOps(const std::vector<const LazyOp *> &ops);
+  /// Whether eval can compute every node among `ops` on `lanes` lanes: float32/float64 buffers
+  /// and casts to them (not bitcasts), no integer op, exp2/log2/sin where the vector library has
+  /// them. Everything else is the ALU's, which works on vectors as on scalars.
+  bool lanesSupported(const std::vector<const LazyOp *> &ops);
   bool usesVidx(const Node &n) const;
   bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
   Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
   Value *renderVec(const Node &n, llvm::IntegerType *et);
   llvm::IntegerType *vecIndexType(const Node &n);
   Value *maskFor(const NodeRef &valid);
-  Val vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
+  Val laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int64_t lanes) override;
   Value *gather(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, const NodeRef &valid);
-  Val vecConvert(Val x, DType to);
-  Val vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
-  Val vecEvalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
   void vecStore(const std::vector<NodeRef> &idxs, Val v);
   Value *vecZero(DType dt) { return llvm::Constant::getNullValue(llvm::VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false)); }
 };

@@ -216,7 +216,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     std::vector<const LazyOp *> ops = passNodes(root);
     std::erase_if(ops, [](const LazyOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
     lanes = k.rowLanes;
-    bool ok = vectorOps(ops);
+    bool ok = lanesSupported(ops);
     lanes = 0;
     return ok;
   };
@@ -252,7 +252,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         std::vector<Value *> acc = vecPass(init, unroll, [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
           if (prefetch) prefetchNextRow(vix);
           note("accumulate a vector");
-          Val v = vecConvert(vecEval(src, vix, nullptr), rdt);
+          Val v = vb.convert(eval(src, vix, nullptr, lanes), rdt, false);
           std::vector<Value *> next = cur;
           next[static_cast<size_t>(u)] = combine(v.v, cur[static_cast<size_t>(u)]);
           return next;
@@ -302,7 +302,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       bool prefetch = pass == 1;
       vecPass({}, 1, [&](const std::vector<NodeRef> &vix, int64_t, const std::vector<Value *> &) {
         if (prefetch) prefetchNextRow(vix);
-        vecStore(vix, vecEval(top, vix, nullptr));
+        vecStore(vix, eval(top, vix, nullptr, lanes));
         return std::vector<Value *>{};
       });
       lanes = 0;

@@ -10,7 +10,6 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <optional>
-#include <set>
 
 namespace lazyjit {
 
@@ -39,6 +38,44 @@ std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int
 }
 
 } // namespace
+
+bool CPUMath::hasLanes(Op op, DType dt, int64_t lanes) const {
+  return vectorMathFn(op, dt, lanes, static_cast<int>(vectorBits), triple).has_value();
+}
+
+Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
+  auto *vt = cast<FixedVectorType>(a->getType());
+  auto lanes = static_cast<int64_t>(vt->getNumElements());
+  bool isFloat = vt->getElementType()->isFloatTy();
+  if (op == Op::Exp2 && rowKernel && isFloat) return inlineExp2F32(b, a, vectorBits >= 512 && triple.isX86());
+  auto fn = vectorMathFn(op, isFloat ? dtypes::float32 : dtypes::float64, lanes, static_cast<int>(vectorBits), triple);
+  LAZYJIT_INTERNAL_CHECK(fn.has_value(), "codegen: no vector {} for {} lanes", opName(op), lanes);
+  auto [name, width] = *fn;
+  Module *m = b.GetInsertBlock()->getModule();
+  Type *part = VectorType::get(vt->getElementType(), static_cast<unsigned>(width), false);
+  FunctionCallee f = m->getOrInsertFunction(name, FunctionType::get(part, {part}, false));
+  if (auto *fnDecl = dyn_cast<Function>(f.getCallee())) {
+    fnDecl->setDoesNotAccessMemory();
+    fnDecl->setDoesNotThrow();
+    fnDecl->addFnAttr(Attribute::WillReturn);
+  }
+  // one call per `width` lanes, the pieces put back together
+  Value *out = PoisonValue::get(a->getType());
+  for (int64_t lo = 0; lo < lanes; lo += width) {
+    SmallVector<int, 16> pick, put;
+    for (int64_t i = 0; i < width; ++i) pick.push_back(static_cast<int>(lo + i));
+    Value *piece = width == lanes ? a : b.CreateShuffleVector(a, pick);
+    CallInst *call = b.CreateCall(f, {piece});
+    call->setDoesNotAccessMemory();
+    if (width == lanes) return call;
+    for (int64_t i = 0; i < lanes; ++i) put.push_back(i >= lo && i < lo + width ? static_cast<int>(lanes + i - lo) : static_cast<int>(i));
+    SmallVector<int, 64> grow;
+    for (int64_t i = 0; i < lanes; ++i) grow.push_back(i < width ? static_cast<int>(i) : -1);
+    Value *wide = b.CreateShuffleVector(call, PoisonValue::get(part), grow);
+    out = b.CreateShuffleVector(out, wide, put);
+  }
+  return out;
+}
 
 // exp2 of a float vector without a call: row kernels (OPT=5) evaluate it in passes whose other
 // values would be spilled around each libmvec call. 2^x = 2^k * 2^f with k = round(x), |f| <= 1/2,
@@ -95,7 +132,7 @@ bool CPULowerer::contiguousInVidx(const NodeRef &idx, NodeRef *base) const {
 }
 
 bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
-  if (!vectorOps(k.ast->lazyops())) return false;
+  if (!lanesSupported(k.ast->uniqueOps())) return false;
   // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
   if (reduceAxis) return k.reduceop && dtypeOf(*k.reduceop).isFloating();
   // the output must be contiguous along the axis
@@ -105,21 +142,23 @@ bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
   return contiguousInVidx(access(0, ix).idx, nullptr);
 }
 
-bool CPULowerer::vectorOps(const std::vector<const LazyOp *> &ops) {
-  static const std::set<Op> ok = {Op::Load, Op::Const, Op::Store, Op::Add,  Op::Sub,   Op::Mul,  Op::Div,
-                                  Op::Max,  Op::CmpLt, Op::Where, Op::Neg,  Op::Sqrt,  Op::Recip, Op::Sum,
-                                  Op::ReduceMax, Op::Cast};
+bool CPULowerer::lanesSupported(const std::vector<const LazyOp *> &ops) {
+  auto floating = [](DType dt) { return dt == dtypes::float32 || dt == dtypes::float64; };
   for (const LazyOp *x : ops) {
-    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) {
-      if (!vectorMathFn(x->op, dtypeOf(*x), lanes, k.opts.vectorBits, Triple(m.getTargetTriple()))) return false;
-      continue;
+    switch (opTypeOf(x->op)) {
+    case OpType::Buffer:
+      if (!floating(x->bufferDType())) return false;
+      break;
+    case OpType::Movement:
+    case OpType::Load: return false; // (a row value's EXPAND is the caller's)
+    default: break;
     }
-    if (!ok.count(x->op)) return false;
+    if (x->op == Op::Xor) return false; // integers only
     if (x->op == Op::Cast) {
       const auto &ca = std::get<CastArg>(x->arg);
-      if (ca.bitcast || !(ca.dtype == dtypes::float32 || ca.dtype == dtypes::float64)) return false;
+      if (ca.bitcast || !floating(ca.dtype)) return false;
     }
-    if (isBufferOp(x->op) && !(x->bufferDType() == dtypes::float32 || x->bufferDType() == dtypes::float64))
+    if ((x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) && !math.hasLanes(x->op, dtypeOf(*x), lanes))
       return false;
   }
   return true;
@@ -239,7 +278,8 @@ Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, 
   return phi;
 }
 
-Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
+Val CPULowerer::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int64_t n) {
+  LAZYJIT_INTERNAL_CHECK(n == lanes, "codegen: a leaf on {} lanes in vector mode of {}", n, lanes);
   size_t bi = bufIndex(&op);
   auto [idx, valid] = access(bi, idxs);
   DType dt = op.bufferDType();
@@ -285,92 +325,13 @@ Val CPULowerer::vecLoadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
   return out;
 }
 
-Val CPULowerer::vecConvert(Val x, DType to) {
-  if (x.dt == to) return x;
-  Type *vt = VectorType::get(vb.regType(to), static_cast<unsigned>(lanes), false);
-  if (x.dt.isBool()) return {b.CreateUIToFP(x.v, vt), to};
-  if (to.isBool()) return {b.CreateFCmpUNE(x.v, Constant::getNullValue(x.v->getType())), to};
-  return {to == dtypes::float64 ? b.CreateFPExt(x.v, vt) : b.CreateFPTrunc(x.v, vt), to};
-}
-
-Val CPULowerer::vecEval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
-  if (isBufferOp(op.op)) return vecLoadLeaf(op, idxs);
-  // a row kernel's row values are scalars of the row; its scratch arrays hold whole vectors
-  if (const Val *rv = rowValue(op)) return {splat(rv->v), rv->dt};
-  if (auto v = viaRowScratch(op, lanes, [&] { return vecEvalAlu(op, idxs, acc); })) return *v;
-  if (isReduceOp(op.op)) return *acc;
-  return vecEvalAlu(op, idxs, acc);
-}
-
-Val CPULowerer::vecEvalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
-  DType dt = dtypeOf(op);
-  std::vector<Val> s;
-  for (const auto &x : op.src) s.push_back(vecEval(*x.op, idxs, acc));
-  if (op.op == Op::Cast) return vecConvert(s[0], std::get<CastArg>(op.arg).dtype);
-  if (op.op == Op::Where) {
-    Value *c = s[0].dt.isBool() ? s[0].v : b.CreateFCmpUNE(s[0].v, Constant::getNullValue(s[0].v->getType()));
-    return {b.CreateSelect(c, vecConvert(s[1], dt).v, vecConvert(s[2], dt).v), dt};
-  }
-  for (auto &v : s) v = vecConvert(v, dt);
-  Value *a = s[0].v, *c = s.size() > 1 ? s[1].v : nullptr;
-  switch (op.op) {
-  case Op::Add: return {b.CreateFAdd(a, c), dt};
-  case Op::Sub: return {b.CreateFSub(a, c), dt};
-  case Op::Mul: return {b.CreateFMul(a, c), dt};
-  case Op::Div: return {b.CreateFDiv(a, c), dt};
-  case Op::Max: return {b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c), dt};
-  case Op::CmpLt: return {b.CreateFCmpULT(a, c), dtypes::boolean};
-  case Op::Neg: return {b.CreateFNeg(a), dt};
-  case Op::Sqrt: return {b.CreateUnaryIntrinsic(Intrinsic::sqrt, a), dt};
-  case Op::Recip: return {b.CreateFDiv(ConstantFP::get(a->getType(), 1.0), a), dt};
-  case Op::Exp2:
-    if (k.rowKernel && dt == dtypes::float32)
-      return {inlineExp2F32(b, a, k.opts.vectorBits >= 512 && Triple(m.getTargetTriple()).isX86()), dt};
-    [[fallthrough]];
-  case Op::Log2:
-  case Op::Sin: {
-    auto fn = vectorMathFn(op.op, dt, lanes, k.opts.vectorBits, Triple(m.getTargetTriple()));
-    LAZYJIT_INTERNAL_CHECK(fn.has_value(), "codegen: no vector {} for {} lanes", opName(op.op), lanes);
-    auto [name, width] = *fn;
-    Type *part = VectorType::get(a->getType()->getScalarType(), static_cast<unsigned>(width), false);
-    FunctionCallee f = m.getOrInsertFunction(name, FunctionType::get(part, {part}, false));
-    if (auto *fnDecl = dyn_cast<Function>(f.getCallee())) {
-      fnDecl->setDoesNotAccessMemory();
-      fnDecl->setDoesNotThrow();
-      fnDecl->addFnAttr(Attribute::WillReturn);
-    }
-    // one call per `width` lanes, the pieces put back together
-    Value *out = PoisonValue::get(a->getType());
-    for (int64_t lo = 0; lo < lanes; lo += width) {
-      SmallVector<int, 16> pick, put;
-      for (int64_t i = 0; i < width; ++i) pick.push_back(static_cast<int>(lo + i));
-      Value *piece = width == lanes ? a : b.CreateShuffleVector(a, pick);
-      CallInst *call = b.CreateCall(f, {piece});
-      call->setDoesNotAccessMemory();
-      if (width == lanes) return {call, dt};
-      for (int64_t i = 0; i < lanes; ++i) put.push_back(i >= lo && i < lo + width ? static_cast<int>(lanes + i - lo) : static_cast<int>(i));
-      Value *wide = b.CreateShuffleVector(call, PoisonValue::get(part), [&] {
-        SmallVector<int, 64> grow;
-        for (int64_t i = 0; i < lanes; ++i) grow.push_back(i < width ? static_cast<int>(i) : -1);
-        return grow;
-      }());
-      out = b.CreateShuffleVector(out, wide, put);
-    }
-    return {out, dt};
-  }
-  default: break;
-  }
-  LAZYJIT_INTERNAL_CHECK(false, "codegen: {} in vector mode", opName(op.op));
-  return {};
-}
-
 void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   DType outDt = k.bufs[0]->memBuffer().dtype;
   auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return;
   NodeRef base;
   LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector store is not contiguous");
-  Val x = vecConvert(v, outDt);
+  Val x = vb.convert(v, outDt, true);
   if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
   Value *p = b.CreateInBoundsGEP(vb.regType(outDt), bufPtrs[0], asI64(render(*base)));
   Align align(outDt.itemsize());

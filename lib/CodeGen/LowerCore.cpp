@@ -306,44 +306,95 @@ const Val *KernelEmitter::rowValue(const LazyOp &op) const {
   return v == rowValues.end() ? nullptr : &v->second;
 }
 
-Val KernelEmitter::eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
-  switch (opTypeOf(op.op)) {
-  case OpType::Buffer: return loadLeaf(op, idxs);
-  case OpType::Reduce:
-    if (const Val *v = rowValue(op)) return *v;
-    LAZYJIT_INTERNAL_CHECK(acc, "codegen: reduce evaluated outside its accumulator");
-    return *acc;
-  case OpType::Movement: {
-    const Val *v = rowValue(op);
-    LAZYJIT_INTERNAL_CHECK(v, "codegen: {} evaluated before its row value", opName(op.op));
-    return *v;
+Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes) {
+  // A row value is one per row: on lanes, the same in each.
+  auto spread = [&](const Val &v) {
+    if (!lanes || v.v->getType()->isVectorTy()) return v;
+    return Val{b.CreateVectorSplat(static_cast<unsigned>(lanes), v.v), v.dt};
+  };
+  // The value of a node that needs no operands evaluated: a leaf, a row value, the accumulator, an
+  // element a scratch array holds.
+  auto direct = [&](const LazyOp &op) -> std::optional<Val> {
+    if (isBufferOp(op.op)) return lanes ? laneLeaf(op, idxs, lanes) : loadLeaf(op, idxs);
+    if (const Val *v = rowValue(op)) return spread(*v);
+    if (isReduceOp(op.op)) {
+      LAZYJIT_INTERNAL_CHECK(acc, "codegen: reduce evaluated outside its accumulator");
+      return *acc;
+    }
+    LAZYJIT_INTERNAL_CHECK(opTypeOf(op.op) != OpType::Movement, "codegen: {} evaluated before its row value",
+                           opName(op.op));
+    return scratchLoad(op, lanes);
+  };
+  // post-order with an explicit stack, operands left to right (the order of the instructions)
+  std::unordered_map<const LazyOp *, Val> done;
+  struct Frame {
+    const LazyOp *op;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  auto visit = [&](const LazyOp *op) {
+    if (done.count(op)) return;
+    if (std::optional<Val> v = direct(*op)) done.emplace(op, *v);
+    else stack.push_back({op, 0});
+  };
+  visit(&root);
+  std::vector<Val> operands;
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next < f.op->src.size()) {
+      visit(f.op->src[f.next++].op.get()); // (may grow the stack: f is not used after)
+      continue;
+    }
+    const LazyOp &op = *f.op;
+    stack.pop_back();
+    operands.clear();
+    for (const auto &x : op.src) operands.push_back(done.at(x.op.get()));
+    Val v = evalAlu(op, operands);
+    scratchStore(op, lanes, v);
+    done.emplace(&op, v);
   }
-  default: break;
-  }
-  if (auto v = viaRowScratch(op, 0, [&] { return evalAlu(op, idxs, acc); })) return *v;
-  return evalAlu(op, idxs, acc);
+  return done.at(&root);
 }
 
-std::optional<Val> KernelEmitter::viaRowScratch(const LazyOp &op, int64_t lanes, const std::function<Val()> &compute) {
-  if (!rowIndex || rowScratch.empty()) return std::nullopt;
+Val KernelEmitter::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &, int64_t lanes) {
+  LAZYJIT_INTERNAL_CHECK(false, "codegen: {} on {} lanes in a driver without a vector mode", opName(op.op), lanes);
+  return {};
+}
+
+KernelEmitter::RowScratch *KernelEmitter::scratchOf(const LazyOp &op) {
+  if (!rowIndex || rowScratch.empty()) return nullptr;
   auto it = rowScratch.find(&op);
-  if (it == rowScratch.end()) return std::nullopt;
-  RowScratch &sc = it->second;
-  llvm::Type *t = lanes ? llvm::VectorType::get(sc.type, static_cast<unsigned>(lanes), false) : sc.type;
+  return it == rowScratch.end() ? nullptr : &it->second;
+}
+
+Value *KernelEmitter::scratchAddress(const RowScratch &sc, int64_t lanes, llvm::Type *&t, llvm::Align &align) {
+  t = lanes ? llvm::VectorType::get(sc.type, static_cast<unsigned>(lanes), false) : sc.type;
   const llvm::DataLayout &dl = m.getDataLayout();
-  llvm::Align align = lanes ? llvm::Align(std::min<uint64_t>(dl.getTypeAllocSize(t), 64)) : dl.getABITypeAlign(sc.type);
-  Value *at = b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
-  if (sc.filled) return Val{b.CreateAlignedLoad(t, at, align), dtypeOf(op)};
-  Val v = compute();
+  align = lanes ? llvm::Align(std::min<uint64_t>(dl.getTypeAllocSize(t), 64)) : dl.getABITypeAlign(sc.type);
+  return b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
+}
+
+std::optional<Val> KernelEmitter::scratchLoad(const LazyOp &op, int64_t lanes) {
+  RowScratch *sc = scratchOf(op);
+  if (!sc || !sc->filled) return std::nullopt;
+  llvm::Type *t;
+  llvm::Align align;
+  Value *at = scratchAddress(*sc, lanes, t, align);
+  return Val{b.CreateAlignedLoad(t, at, align), dtypeOf(op)};
+}
+
+void KernelEmitter::scratchStore(const LazyOp &op, int64_t lanes, const Val &v) {
+  RowScratch *sc = scratchOf(op);
+  if (!sc) return;
+  llvm::Type *t;
+  llvm::Align align;
+  Value *at = scratchAddress(*sc, lanes, t, align);
   b.CreateAlignedStore(v.v, at, align);
   rowScratchStored.push_back(&op);
-  return v;
 }
 
-Val KernelEmitter::evalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc) {
+Val KernelEmitter::evalAlu(const LazyOp &op, std::vector<Val> s) {
   DType dt = dtypeOf(op);
-  std::vector<Val> s;
-  for (const auto &x : op.src) s.push_back(eval(*x.op, idxs, acc));
   if (op.op == Op::Cast) {
     const auto &ca = std::get<CastArg>(op.arg);
     return ca.bitcast ? vb.bitcast(s[0], ca.dtype) : vb.convert(s[0], ca.dtype, true);

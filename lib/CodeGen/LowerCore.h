@@ -137,11 +137,17 @@ protected:
   static bool nonNegative(const Node &n);
   /// Loads buffer `op` (LOAD or CONST) at per-axis indices, gated by its validity.
   Val loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
-  /// Evaluates an AST node at per-axis indices; the reduce node evaluates to `acc`, a row kernel's
-  /// EXPAND and reduce nodes to their `rowValues`.
-  Val eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
-  /// eval of an element-wise node: its operands, then its own instruction.
-  Val evalAlu(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc);
+  /// Evaluates an AST node at per-axis indices on `lanes` lanes (0: one value; more: a driver's
+  /// vector mode, one LLVM vector, leaves from laneLeaf): the reduce node evaluates to `acc`, a row
+  /// kernel's EXPAND and reduce nodes to their `rowValues` (the same in every lane). One evaluator
+  /// for any lane count: the ALU (ValueBuilder) is the same for scalars and vectors. Iterative, and
+  /// each distinct node is evaluated once per call: a subtree the AST shares is emitted once, and
+  /// a chain as deep as it is long needs no native stack.
+  Val eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes = 0);
+  /// A LOAD or CONST leaf on `lanes` (> 0) lanes: drivers with a vector mode override it.
+  virtual Val laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int64_t lanes);
+  /// The instruction of element-wise node `op` on its evaluated operands `s`.
+  Val evalAlu(const LazyOp &op, std::vector<Val> s);
 
   /// Row kernels (Kernel::rowKernel): the values of the current row's reduces and EXPANDs, by the
   /// node `rowNodes` lists for them (structurally equal nodes share one value).
@@ -159,10 +165,13 @@ protected:
   };
   std::unordered_map<const LazyOp *, RowScratch> rowScratch;
   std::vector<const LazyOp *> rowScratchStored; ///< stored by the current pass
-  /// A node with a scratch array (in a row pass): the first pass computes it with `compute` and
-  /// stores it at `rowIndex`, later passes load it; `lanes` 0 is one element, else a vector of
-  /// `lanes`. Empty when the node has no scratch array (the caller evaluates it).
-  std::optional<Val> viaRowScratch(const LazyOp &op, int64_t lanes, const std::function<Val()> &compute);
+  /// A node with a scratch array (in a row pass): the first pass computes it and stores it at
+  /// `rowIndex` (scratchStore), later passes load it (scratchLoad: empty when the node has no
+  /// filled array); `lanes` 0 is one element, else a vector of `lanes`.
+  std::optional<Val> scratchLoad(const LazyOp &op, int64_t lanes);
+  void scratchStore(const LazyOp &op, int64_t lanes, const Val &v);
+  RowScratch *scratchOf(const LazyOp &op);
+  Value *scratchAddress(const RowScratch &sc, int64_t lanes, llvm::Type *&t, llvm::Align &align);
   Value *rowIndex = nullptr;
   /// Emits `for iv in [lo, hi)` (iv of lo's type) carrying `carried`; `body` returns their next values. Loads cached
   /// inside the body do not leak out of it.

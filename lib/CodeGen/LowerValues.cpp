@@ -43,6 +43,11 @@ Type *ValueBuilder::memType(DType dt) const {
   }
 }
 
+Type *ValueBuilder::withLanesOf(Type *scalar, const Value *like) {
+  if (auto *vt = dyn_cast<VectorType>(like->getType())) return VectorType::get(scalar, vt->getElementCount());
+  return scalar;
+}
+
 Value *ValueBuilder::fastFlags(Value *v) { return v; }
 
 // Rounds a float register to the values of float16 or bfloat16 (round to nearest even).
@@ -149,7 +154,7 @@ Val ValueBuilder::convert(Val x, DType to, bool exact) {
   IRBuilderBase::FastMathFlagGuard noFlags(b);
   b.clearFastMathFlags();
   DType from = x.dt;
-  Type *tt = regType(to);
+  Type *tt = withLanesOf(regType(to), x.v);
   auto finish = [&](Value *v) -> Val {
     if (exact && (to == dtypes::float16 || to == dtypes::bfloat16)) v = roundToHalfPrecision(v, to);
     return {v, to};
@@ -159,7 +164,8 @@ Val ValueBuilder::convert(Val x, DType to, bool exact) {
   if (to.isFloating()) {
     if (from.isFloating()) {
       Value *v = x.v;
-      if (v->getType() != tt) v = v->getType()->isDoubleTy() ? b.CreateFPTrunc(v, tt) : b.CreateFPExt(v, tt);
+      if (v->getType() != tt)
+        v = v->getType()->getScalarType()->isDoubleTy() ? b.CreateFPTrunc(v, tt) : b.CreateFPExt(v, tt);
       return finish(v);
     }
     Value *v = (from.isBool() || from.isUnsigned()) ? b.CreateUIToFP(x.v, tt) : b.CreateSIToFP(x.v, tt);
@@ -170,7 +176,7 @@ Val ValueBuilder::convert(Val x, DType to, bool exact) {
     Intrinsic::ID id = to.isUnsigned() ? Intrinsic::fptoui_sat : Intrinsic::fptosi_sat;
     return {b.CreateIntrinsic(id, {tt, x.v->getType()}, {x.v}), to};
   }
-  unsigned fw = x.v->getType()->getIntegerBitWidth(), tw = tt->getIntegerBitWidth();
+  unsigned fw = x.v->getType()->getScalarSizeInBits(), tw = tt->getScalarSizeInBits();
   if (fw == tw) return {x.v, to};
   if (fw > tw) return {b.CreateTrunc(x.v, tt), to};
   return {(from.isBool() || from.isUnsigned()) ? b.CreateZExt(x.v, tt) : b.CreateSExt(x.v, tt), to};
@@ -213,9 +219,8 @@ Val ValueBuilder::reduceInit(Op rop, DType dt) {
 
 Val ValueBuilder::alu(Op op, const std::vector<Val> &s, DType dt) {
   bool fl = dt.isFloating(), boolean = dt.isBool(), uns = dt.isUnsigned();
-  Type *t = regType(dt);
-  const Value *unused = nullptr;
-  (void)unused;
+  // the operands' type: a register type, or a vector of them
+  Type *t = withLanesOf(regType(dt), s[0].v);
   switch (op) {
   case Op::Exp2:
   case Op::Log2:
@@ -228,7 +233,7 @@ Val ValueBuilder::alu(Op op, const std::vector<Val> &s, DType dt) {
     }
     // integer and bool inputs: compute in double and convert back (saturating)
     Val d = convert(s[0], dtypes::float64, false);
-    Value *r = op == Op::Recip ? b.CreateFDiv(ConstantFP::get(b.getDoubleTy(), 1.0), d.v)
+    Value *r = op == Op::Recip ? b.CreateFDiv(ConstantFP::get(d.v->getType(), 1.0), d.v)
                                : math.unary(b, op, d.v);
     return convert({r, dtypes::float64}, dt, true);
   }
@@ -255,7 +260,7 @@ Val ValueBuilder::alu(Op op, const std::vector<Val> &s, DType dt) {
   case Op::Div:
   case Op::Mod: {
     if (fl) return {op == Op::Div ? b.CreateFDiv(a, c) : b.CreateFRem(a, c), dt};
-    if (boolean) return {op == Op::Div ? b.CreateAnd(a, c) : b.getInt1(false), dt};
+    if (boolean) return {op == Op::Div ? b.CreateAnd(a, c) : ConstantInt::get(t, 0), dt};
     Value *zero = ConstantInt::get(t, 0), *one = ConstantInt::get(t, 1);
     Value *bz = b.CreateICmpEQ(c, zero);
     if (uns) {

@@ -11,7 +11,8 @@
 namespace lazyjit {
 
 /// A value of a dtype. float16/bfloat16 values live in float registers (computed in float32);
-/// bool is i1.
+/// bool is i1. `v` may be a vector of such values (one per lane): convert, truthy and alu work on
+/// either, with the same semantics per lane.
 struct Val {
   llvm::Value *v = nullptr;
   DType dt;
@@ -42,6 +43,8 @@ public:
   Val fromMemory(llvm::Value *raw, DType dt);
   void store(llvm::Value *ptr, llvm::Value *idx, Val v, DType bufDType);
   Val constant(double v, DType dt);
+  /// `scalar`, or a vector of it with as many lanes as `like` has.
+  static llvm::Type *withLanesOf(llvm::Type *scalar, const llvm::Value *like);
   /// Converts a value to another dtype. `exact` rounds to the target's values (CAST, STORE);
   /// otherwise float16/bfloat16 targets keep float32 precision (operand promotion).
   Val convert(Val x, DType to, bool exact);

@@ -361,7 +361,7 @@ std::vector<LazyBufferRef> pushMovementOps(const std::vector<LazyBufferRef> &src
                                 [](const auto &m) { return m.first == Op::Pad; });
       bool safe = true;
       if (!noPad)
-        for (const LazyOp *y : bx->op->lazyops()) safe = safe && !isUnsafePadOp(y->op);
+        for (const LazyOp *y : bx->op->uniqueOps()) safe = safe && !isUnsafePadOp(y->op);
       if (noPad || safe) {
         std::reverse(mops.begin(), mops.end());
         x = bx->op->replaceWithMovementOps(mops);

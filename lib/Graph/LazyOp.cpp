@@ -99,12 +99,20 @@ LazyOp::LazyOp(Op op_, std::vector<LazySrc> src_, LazyOpArg arg_)
 }
 
 bool LazyOp::operator==(const LazyOp &o) const {
-  // pairwise, with an explicit stack: kernel ASTs of merged chains are as deep as they are long
+  // pairwise, with an explicit stack: kernel ASTs of merged chains are as deep as they are long;
+  // a pair met again (subtrees both sides share, `x * x`) was compared at its first meeting
   std::vector<std::pair<const LazyOp *, const LazyOp *>> stack{{this, &o}};
+  struct PairHash {
+    size_t operator()(const std::pair<const LazyOp *, const LazyOp *> &p) const {
+      return std::hash<const void *>()(p.first) * 31 + std::hash<const void *>()(p.second);
+    }
+  };
+  std::unordered_set<std::pair<const LazyOp *, const LazyOp *>, PairHash> compared;
   while (!stack.empty()) {
     auto [a, b] = stack.back();
     stack.pop_back();
     if (a == b) continue;
+    if (!a->src.empty() && !compared.emplace(a, b).second) continue;
     if (a->hash_ != b->hash_ || a->op != b->op || a->src.size() != b->src.size() ||
         !argEqual(a->arg, b->arg))
       return false;
@@ -163,6 +171,23 @@ std::vector<const LazyOp *> LazyOp::lazyops() const {
     out.push_back(n);
     for (size_t i = n->src.size(); i-- > 0;)
       if (!n->src[i].isBuffer()) stack.push_back(n->src[i].op.get());
+  }
+  return out;
+}
+
+std::vector<const LazyOp *> LazyOp::uniqueOps() const {
+  // lazyops()' preorder skipping what was seen: a seen node's whole subtree was walked at its
+  // first occurrence, so the first occurrences keep their order
+  std::vector<const LazyOp *> out;
+  std::unordered_set<const LazyOp *> seen;
+  std::vector<const LazyOp *> stack{this};
+  while (!stack.empty()) {
+    const LazyOp *n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    out.push_back(n);
+    for (size_t i = n->src.size(); i-- > 0;)
+      if (!n->src[i].isBuffer() && !seen.count(n->src[i].op.get())) stack.push_back(n->src[i].op.get());
   }
   return out;
 }
@@ -340,6 +365,26 @@ Counter *runAst(const LazyOp &root, CounterMemo &memo, std::deque<Counter> &stor
   return results.back();
 }
 
+// The LOADs of `ast` ordered by their last occurrence in lazyops(), last first, each once: the
+// reverse of the preorder is the post-order of the mirrored tree, whose first occurrences a walk
+// of each distinct node once keeps in order (a DAG's shared subtrees are not walked again).
+std::vector<const LazyOp *> lastLoadsFirst(const LazyOp &ast) {
+  std::vector<const LazyOp *> out;
+  std::unordered_set<const LazyOp *> seen{&ast};
+  std::vector<std::pair<const LazyOp *, size_t>> stack{{&ast, 0}}; // sources right to left
+  while (!stack.empty()) {
+    auto &[op, next] = stack.back();
+    if (next < op->src.size()) {
+      const LazySrc &s = op->src[op->src.size() - 1 - next++];
+      if (!s.isBuffer() && seen.insert(s.op.get()).second) stack.emplace_back(s.op.get(), 0);
+      continue;
+    }
+    if (op->op == Op::Load) out.push_back(op);
+    stack.pop_back();
+  }
+  return out;
+}
+
 } // namespace
 
 std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> srcs) {
@@ -357,21 +402,33 @@ std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> sr
   return std::nullopt;
 }
 
-std::optional<DType> KernelDTypes::of(const LazyOp &op, const LazyOp **bad) {
-  if (auto it = memo.find(&op); it != memo.end()) return it->second;
-  std::vector<DType> srcs; // (a buffer node's dtype is its own)
-  if (!isBufferOp(op.op))
-    for (const auto &x : op.src) {
-      std::optional<DType> dt = of(*x.op, bad);
-      if (!dt) return std::nullopt;
-      srcs.push_back(*dt);
+std::optional<DType> KernelDTypes::of(const LazyOp &root, const LazyOp **bad) {
+  if (auto it = memo.find(&root); it != memo.end()) return it->second;
+  // post-order with an explicit stack (a fused chain is as deep as it is long); a buffer node's
+  // dtype is its own
+  std::vector<std::pair<const LazyOp *, size_t>> stack{{&root, 0}};
+  std::vector<DType> srcs;
+  while (!stack.empty()) {
+    auto &[op, next] = stack.back();
+    if (!isBufferOp(op->op) && next < op->src.size()) {
+      const LazyOp *s = op->src[next++].op.get();
+      if (!memo.count(s)) stack.emplace_back(s, 0);
+      continue;
     }
-  std::optional<DType> dt = kernelNodeDType(op, srcs);
-  if (!dt) {
-    if (bad) *bad = &op;
-    return std::nullopt;
+    const LazyOp *x = op;
+    stack.pop_back();
+    if (memo.count(x)) continue;
+    srcs.clear();
+    if (!isBufferOp(x->op))
+      for (const auto &s : x->src) srcs.push_back(memo.at(s.op.get()));
+    std::optional<DType> dt = kernelNodeDType(*x, srcs);
+    if (!dt) {
+      if (bad) *bad = x;
+      return std::nullopt;
+    }
+    memo.emplace(x, *dt);
   }
-  return memo[&op] = *dt;
+  return memo.at(&root);
 }
 
 LazyOpInfo getLazyOpInfo(const LazyOp &ast) {
@@ -382,15 +439,15 @@ LazyOpInfo getLazyOpInfo(const LazyOp &ast) {
   // ones, and a STORE overriding its source: that is every LOAD in left-to-right order, last one
   // winning, then the STORE at the root.
   std::map<int, int64_t> mem;
-  for (const LazyOp *x : ast.lazyops())
-    if (x->op == Op::Load) mem[x->memBuffer().idx] = x->memBuffer().dtype.itemsize() * x->memBuffer().st.size();
+  for (const LazyOp *x : lastLoadsFirst(ast))
+    mem.emplace(x->memBuffer().idx, x->memBuffer().dtype.itemsize() * x->memBuffer().st.size());
   if (ast.op == Op::Store) mem[ast.memBuffer().idx] = ast.memBuffer().dtype.itemsize() * ast.memBuffer().st.size();
   return {*c->shape, c->dtype, c->flops, std::move(mem)};
 }
 
 std::vector<NodeRef> varsFromAst(const LazyOp &ast) {
   std::vector<NodeRef> out;
-  for (const LazyOp *x : ast.lazyops()) {
+  for (const LazyOp *x : ast.uniqueOps()) {
     if (!isBufferOp(x->op)) continue;
     for (const auto &v : x->bufferSt().vars())
       if (std::none_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->identity() == v->identity(); }))
@@ -404,7 +461,7 @@ std::vector<NodeRef> varsFromAst(const LazyOp &ast) {
 
 std::unordered_set<const LazyOp *> expandedSubtrees(const LazyOp &ast) {
   std::vector<const LazyOp *> stack;
-  for (const LazyOp *x : ast.lazyops())
+  for (const LazyOp *x : ast.uniqueOps())
     if (x->op == Op::Expand) stack.push_back(x);
   std::unordered_set<const LazyOp *> out;
   while (!stack.empty()) {

@@ -138,11 +138,15 @@ private:
     return out;
   }
 
-  void prepare(const LazyOp &op) {
-    for (const auto &s : op.src) {
-      LAZYJIT_USER_CHECK(!s.isBuffer(), Error, "interpreter: the AST still has lazy buffers");
-      prepare(*s.op);
+  void prepare(const LazyOp &ast) {
+    for (const LazyOp *x : ast.uniqueOps()) {
+      for (const auto &s : x->src)
+        LAZYJIT_USER_CHECK(!s.isBuffer(), Error, "interpreter: the AST still has lazy buffers");
+      prepareLeaf(*x);
     }
+  }
+
+  void prepareLeaf(const LazyOp &op) {
     if (isBufferOp(op.op)) {
       const ShapeTracker &st = op.bufferSt();
       LAZYJIT_USER_CHECK(st.shape().size() <= kMaxRank, UnsupportedError,
@@ -184,8 +188,67 @@ private:
                        bufs[buf]->size());
   }
 
-  Value eval(const LazyOp &op, const std::vector<int64_t> &idx) {
-    DType dt = dtypeOf(op);
+  // A subtree compiled for evaluation: its distinct nodes in post-order, operands first and the
+  // root last, each with the positions of its operands. A reduce or EXPAND node is a leaf here (it
+  // evaluates its source's own Subtree, at other indices). Evaluating it is a loop: no recursion
+  // along a chain as deep as it is long, and a node the AST shares is computed once per index.
+  struct Subtree {
+    std::vector<const LazyOp *> nodes;
+    std::vector<DType> dts;
+    std::vector<std::vector<size_t>> operands;
+    std::vector<Value> values; // scratch: a Subtree is never evaluated inside its own evaluation
+  };
+  std::unordered_map<const LazyOp *, Subtree> subtrees;
+
+  Subtree &subtreeOf(const LazyOp &root) {
+    auto [it, fresh] = subtrees.try_emplace(&root);
+    Subtree &t = it->second;
+    if (!fresh) return t;
+    std::unordered_map<const LazyOp *, size_t> pos;
+    std::vector<std::pair<const LazyOp *, size_t>> stack{{&root, 0}};
+    auto opaque = [](const LazyOp &op) { return isBufferOp(op.op) || isReduceOp(op.op) || op.op == Op::Expand; };
+    while (!stack.empty()) {
+      auto &[op, next] = stack.back();
+      if (!opaque(*op) && next < op->src.size()) {
+        const LazyOp *x = op->src[next++].op.get();
+        if (!pos.count(x)) stack.emplace_back(x, 0);
+        continue;
+      }
+      const LazyOp *x = op;
+      stack.pop_back();
+      if (pos.count(x)) continue;
+      std::vector<size_t> ops;
+      if (!opaque(*x))
+        for (const auto &y : x->src) ops.push_back(pos.at(y.op.get()));
+      pos.emplace(x, t.nodes.size());
+      t.nodes.push_back(x);
+      t.dts.push_back(dtypeOf(*x));
+      t.operands.push_back(std::move(ops));
+    }
+    t.values.resize(t.nodes.size());
+    return t;
+  }
+
+  Value eval(const LazyOp &root, const std::vector<int64_t> &idx) {
+    Subtree &t = subtreeOf(root);
+    std::vector<Value> s;
+    std::vector<DType> sd;
+    for (size_t i = 0; i < t.nodes.size(); ++i) {
+      const LazyOp &op = *t.nodes[i];
+      s.clear();
+      sd.clear();
+      for (size_t j : t.operands[i]) {
+        s.push_back(t.values[j]);
+        sd.push_back(t.dts[j]);
+      }
+      t.values[i] = evalOp(op, t.dts[i], s, sd, idx);
+    }
+    return t.values.back();
+  }
+
+  // One node, its operands (values `s` of dtypes `sd`) evaluated.
+  Value evalOp(const LazyOp &op, DType dt, std::vector<Value> &s, const std::vector<DType> &sd,
+               const std::vector<int64_t> &idx) {
     switch (op.op) {
     case Op::Load: {
       const Leaf &leaf = leaves.at(&op);
@@ -208,12 +271,6 @@ private:
     case Op::ReduceMax: return reduce(op, idx, dt);
     case Op::Expand: return expand(op, idx);
     default: break;
-    }
-    std::vector<Value> s;
-    std::vector<DType> sd;
-    for (const auto &x : op.src) {
-      s.push_back(eval(*x.op, idx));
-      sd.push_back(dtypeOf(*x.op));
     }
     if (op.op == Op::Cast) {
       const auto &ca = std::get<CastArg>(op.arg);
@@ -290,10 +347,10 @@ private:
   };
   std::unordered_map<const LazyOp *, ExpandMemo> expandMemo;
 
-  Shape shapeOf(const LazyOp &op) {
-    if (isBufferOp(op.op)) return op.bufferSt().shape();
-    if (isReduceOp(op.op) || op.op == Op::Expand) return op.shapeArg();
-    return shapeOf(*op.src[0].op);
+  Shape shapeOf(const LazyOp &root) {
+    const LazyOp *op = &root;
+    while (!isBufferOp(op->op) && !isReduceOp(op->op) && op->op != Op::Expand) op = op->src[0].op.get();
+    return isBufferOp(op->op) ? op->bufferSt().shape() : op->shapeArg();
   }
 };
 

@@ -18,7 +18,6 @@ using asttext::fail;
 using asttext::LineParser;
 using asttext::printShape;
 
-constexpr int kMaxAstDepth = 1000; // nesting of AST nodes (indentation levels)
 
 // The `key=value` fields of an op line; each remembers its column for messages.
 struct Fields {
@@ -113,7 +112,7 @@ private:
         p.error(fmt::format("expected an indentation of {} spaces under the line {} operator, "
                             "got {}",
                             parent.indent + 2, parent.line, ind));
-      if (static_cast<int>(stack.size()) >= kMaxAstDepth) p.error("the AST is nested too deeply");
+      if (static_cast<int>(stack.size()) >= kMaxAstTextDepth) p.error("the AST is nested too deeply");
     }
 
     Pending n;

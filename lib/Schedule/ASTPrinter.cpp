@@ -184,6 +184,25 @@ std::string printSInt(const SInt &x) {
 
 std::string printAst(const LazyOp &ast) { return Printer(false).print(ast); }
 
+int astDepth(const LazyOp &ast) {
+  std::unordered_map<const LazyOp *, int> depth; // of each finished node
+  std::vector<std::pair<const LazyOp *, size_t>> stack{{&ast, 0}};
+  while (!stack.empty()) {
+    auto &[op, next] = stack.back();
+    if (next < op->src.size()) {
+      const LazySrc &s = op->src[next++];
+      if (!s.isBuffer() && !depth.count(s.op.get())) stack.emplace_back(s.op.get(), 0);
+      continue;
+    }
+    int d = 0;
+    for (const auto &s : op->src)
+      if (!s.isBuffer()) d = std::max(d, depth.at(s.op.get()));
+    depth[op] = d + 1;
+    stack.pop_back();
+  }
+  return depth.at(&ast);
+}
+
 std::string astKey(const LazyOp &ast) { return Printer(true).print(ast); }
 
 } // namespace lazyjit

@@ -345,7 +345,7 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
     for (size_t i = 0; i < baseBufs.size(); ++i) {
       if (baseBufs[i]->realized() != self->outputBuffer) continue;
       bool nonContig = false;
-      for (const LazyOp *x : ast->lazyops())
+      for (const LazyOp *x : ast->uniqueOps())
         if (x->op == Op::Load && x->memBuffer().idx == static_cast<int>(i) + 1 &&
             !x->memBuffer().st.contiguous())
           nonContig = true;

@@ -30,7 +30,7 @@ public:
   void run(const LazyOp &root) {
     if (root.op != Op::Store)
       reject(fmt::format("the root must be BufferOps.STORE, got {}", opName(root.op)));
-    const Shape &full = shapeOf(root, true);
+    const Shape &full = shapeOf(root);
     if (rank < 0) reject("the AST has no ShapeTracker");
     if (expands.empty()) {
       if (reduces.size() > 1) reject("a kernel has at most one reduce, this one has two");
@@ -76,8 +76,32 @@ private:
                          opName(op.op), r, rank));
   }
 
-  const Shape &shapeOf(const LazyOp &op, bool isRoot) {
-    if (auto it = memo.find(&op); it != memo.end()) return it->second;
+  // Each node's shape, checking it: post-order with an explicit stack (a fused chain is as deep as
+  // it is long), each node's own checks before its operands', its shape after theirs.
+  const Shape &shapeOf(const LazyOp &root) {
+    if (auto it = memo.find(&root); it != memo.end()) return it->second;
+    std::vector<std::pair<const LazyOp *, size_t>> stack;
+    auto enter = [&](const LazyOp *op) {
+      checkNode(*op, op == &root);
+      stack.emplace_back(op, 0);
+    };
+    enter(&root);
+    while (!stack.empty()) {
+      auto &[op, next] = stack.back();
+      if (next < op->src.size()) {
+        const LazyOp *s = op->src[next++].op.get();
+        if (!memo.count(s)) enter(s);
+        continue;
+      }
+      const LazyOp *x = op;
+      stack.pop_back();
+      if (!memo.count(x)) shapeAfterOperands(*x);
+    }
+    return memo.at(&root);
+  }
+
+  // The checks of a node that need no operand's shape.
+  void checkNode(const LazyOp &op, bool isRoot) {
     std::string name(opName(op.op));
     for (const auto &s : op.src)
       if (s.isBuffer()) reject(fmt::format("{} has a LazyBuffer source", name));
@@ -93,7 +117,11 @@ private:
     if (OpArg want = opArgKind(op.op); argKindOf(op.arg) != want)
       reject(want == OpArg::None ? fmt::format("{} takes no argument, got {}", name, opArgText(argKindOf(op.arg)))
                                  : fmt::format("{} needs {}", name, opArgText(want)));
+  }
 
+  // The shape of a node whose operands' shapes are known, checked against them.
+  void shapeAfterOperands(const LazyOp &op) {
+    std::string name(opName(op.op));
     Shape shape;
     if (op.op == Op::Load || op.op == Op::Store) {
       const auto *mb = &op.memBuffer();
@@ -114,7 +142,7 @@ private:
       shape = cb->st.shape();
     }
     std::vector<Shape> srcShapes;
-    for (const auto &s : op.src) srcShapes.push_back(shapeOf(*s.op, false));
+    for (const auto &s : op.src) srcShapes.push_back(memo.at(s.op.get()));
 
     if (op.op == Op::Store) {
       if (srcShapes[0] != shape)
@@ -152,7 +180,7 @@ private:
                              renderShape(srcShapes[i])));
       shape = srcShapes[0];
     }
-    return memo.emplace(&op, std::move(shape)).first->second;
+    memo.emplace(&op, std::move(shape));
   }
 
   // A row kernel (OPT=5): every EXPAND broadcasts a value of one row shape back to the kernel's
@@ -292,7 +320,7 @@ std::pair<int64_t, int64_t> accessRange(const ShapeTracker &st, const VarRanges 
 
 std::map<int, int64_t> requiredSizes(const LazyOp &ast, const VarRanges &ranges) {
   std::map<int, int64_t> out;
-  for (const LazyOp *x : ast.lazyops()) {
+  for (const LazyOp *x : ast.uniqueOps()) {
     if (x->op != Op::Load && x->op != Op::Store) continue;
     const MemBuffer &mb = x->memBuffer();
     auto [lo, hi] = accessRange(mb.st, ranges);
@@ -308,7 +336,7 @@ std::map<int, int64_t> requiredSizes(const LazyOp &ast, const VarRanges &ranges)
 
 void verifyAstBounds(const LazyOp &ast, const std::map<int, int64_t> &sizes, const VarRanges &ranges) {
   verifyAst(ast);
-  for (const LazyOp *x : ast.lazyops()) {
+  for (const LazyOp *x : ast.uniqueOps()) {
     if (x->op != Op::Load && x->op != Op::Store) continue;
     const MemBuffer &mb = x->memBuffer();
     auto [lo, hi] = accessRange(mb.st, ranges);

@@ -67,7 +67,7 @@ KernelRun prepare(const LazyOp &ast, const std::string &device) {
   // buffer sizes come from the bounds proof over every value of the variables (verified before)
   std::map<int, int64_t> sizes = requiredSizes(ast, declaredRanges(ast));
   std::map<int, DType> dtypes;
-  for (const LazyOp *x : ast.lazyops())
+  for (const LazyOp *x : ast.uniqueOps())
     if (x->op == Op::Load) dtypes.emplace(x->memBuffer().idx, x->memBuffer().dtype);
   const MemBuffer &out = ast.memBuffer();
   for (const auto &d : out.st.shape()) r.outShape.push_back(symInfer(d, values));

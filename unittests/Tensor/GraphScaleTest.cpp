@@ -1,8 +1,10 @@
 // Graphs as long as a user can build: a chain of a million element-wise ops is built, scheduled
-// and freed on a 1 MiB stack (every graph walk of the library is iterative), and a chain of
-// thousands of kernels schedules and runs with results equal to the closed form.
+// and freed on a 1 MiB stack (every graph walk of the library is iterative), the kernel of a
+// 100,000-op chain is lowered to LLVM IR and interpreted there too, and a chain of thousands of
+// kernels schedules and runs with results equal to the closed form.
 #include "TensorTestUtil.h"
 
+#include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Schedule/Schedule.h"
 
@@ -108,4 +110,42 @@ TEST_CASE("Graph scale: thousands of kernels in a chain schedule on a small stac
   onSmallStack([&] { got = build(2000).realize().toVector<float>(); });
   REQUIRE(got.size() == 16);
   for (float v : got) CHECK(v == doctest::Approx(3.0 + 2000));
+}
+
+TEST_CASE("Graph scale: the kernel of a 100,000-op chain lowers to LLVM IR and is interpreted on a small stack") {
+  // the code generator's evaluator, the dtype walk, the verifier and the interpreter are
+  // iterative: one fused expression as deep as the chain needs no native frame per op
+  constexpr int kOps = kMillion / 10;
+  std::vector<double> xs(16);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i);
+  auto chain = [&](const std::string &dev) {
+    Tensor x = Tensor::fromValues(xs, {16}, TensorOptions(dtypes::float32, dev));
+    for (int i = 0; i < kOps; ++i) x = i % 2 ? x - 1 : x + 2; // exact in float32
+    return x;
+  };
+  std::string ir;
+  size_t kernels = 0;
+  std::vector<float> got;
+  onSmallStack([&] {
+    Tensor x = chain("CPU");
+    for (const auto &si : schedule(x.lazydata())) {
+      if (!si.isKernel()) continue;
+      ++kernels;
+      ir = emitKernelText(si.ast, TargetSpec::host(), CompileOptions::fromConfig(), IRStage::LLVM);
+    }
+    got = chain("INTERP").realize().toVector<float>();
+  });
+  CHECK(kernels == 1);
+  auto count = [&](const std::string &what) {
+    size_t n = 0;
+    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
+    return n;
+  };
+  // one instruction per op of the chain and vector or unrolled element of the kernel
+  size_t adds = count(" fadd "), subs = count(" fsub ");
+  CHECK(adds > 0);
+  CHECK(adds % ((kOps + 1) / 2) == 0);
+  CHECK(subs * ((kOps + 1) / 2) == adds * (kOps / 2));
+  REQUIRE(got.size() == xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) CHECK(got[i] == static_cast<float>(xs[i] + (kOps + 1) / 2 * 2 - kOps / 2));
 }

@@ -119,8 +119,12 @@ public:
   /// The leaf LazyBuffers, deduplicated, in DFS order. The op's sources own them: the pointers
   /// live as long as this op (use shared_from_this() to keep one longer).
   const std::vector<LazyBuffer *> &buffers() const;
-  /// Every LazyOp node in preorder, duplicates included.
+  /// Every LazyOp node in preorder, duplicates included (a subtree shared n times appears n
+  /// times: exponential in the depth of an AST like `x = x * x` repeated).
   std::vector<const LazyOp *> lazyops() const;
+  /// Each distinct node once, in the order of its first occurrence in lazyops(): linear in the
+  /// nodes. What a walk that asks "which ops, which buffers" should use.
+  std::vector<const LazyOp *> uniqueOps() const;
   /// Rebuilds the tree replacing the LazyBuffer leaves found in `mapping`.
   LazyOpRef mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const;
   /// Re-applies this elementwise op after applying the movement ops to each leaf (lazy.py).
