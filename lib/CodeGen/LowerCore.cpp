@@ -1,5 +1,6 @@
 // The target-independent part of kernel lowering (see LowerCore.h).
 #include "LowerCore.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
 
 #include <llvm/IR/MDBuilder.h>
@@ -277,25 +278,14 @@ std::vector<const LazyOp *> KernelEmitter::rowNodes() {
   std::unordered_map<const LazyOp *, const LazyOp *, Hash, Eq> distinct;
   std::unordered_set<const LazyOp *> inRows = expandedSubtrees(*k.ast);
   std::vector<const LazyOp *> order;
-  // post-order with an explicit stack, each node once
-  std::unordered_map<const LazyOp *, bool> visited;
-  std::vector<std::pair<const LazyOp *, size_t>> stack{{k.ast.get(), 0}};
-  visited[k.ast.get()] = true;
-  while (!stack.empty()) {
-    auto &[op, next] = stack.back();
-    if (next < op->src.size()) {
-      const LazyOp *s = op->src[next++].op.get();
-      if (visited.emplace(s, true).second) stack.emplace_back(s, 0);
-      continue;
-    }
-    const LazyOp *done = op;
-    stack.pop_back();
+  // post-order, each node once
+  walkOps(*k.ast, [](const LazyOp &) { return true; }, [&](const LazyOp &x) {
     // (the kernel's own reduce, outside every EXPAND, is not a row value)
-    if ((!isReduceOp(done->op) && done->op != Op::Expand) || !inRows.count(done)) continue;
-    auto [it, fresh] = distinct.emplace(done, done);
-    rowCanon[done] = it->second;
-    if (fresh) order.push_back(done);
-  }
+    if ((!isReduceOp(x.op) && x.op != Op::Expand) || !inRows.count(&x)) return;
+    auto [it, fresh] = distinct.emplace(&x, &x);
+    rowCanon[&x] = it->second;
+    if (fresh) order.push_back(&x);
+  });
   return order;
 }
 
@@ -325,34 +315,21 @@ Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, co
                            opName(op.op));
     return scratchLoad(op, lanes);
   };
-  // post-order with an explicit stack, operands left to right (the order of the instructions)
+  // operands left to right (the order of the instructions), each node once
   std::unordered_map<const LazyOp *, Val> done;
-  struct Frame {
-    const LazyOp *op;
-    size_t next;
-  };
-  std::vector<Frame> stack;
-  auto visit = [&](const LazyOp *op) {
-    if (done.count(op)) return;
-    if (std::optional<Val> v = direct(*op)) done.emplace(op, *v);
-    else stack.push_back({op, 0});
-  };
-  visit(&root);
   std::vector<Val> operands;
-  while (!stack.empty()) {
-    Frame &f = stack.back();
-    if (f.next < f.op->src.size()) {
-      visit(f.op->src[f.next++].op.get()); // (may grow the stack: f is not used after)
-      continue;
-    }
-    const LazyOp &op = *f.op;
-    stack.pop_back();
+  walkOps(root, [&](const LazyOp &op) {
+    std::optional<Val> v = direct(op);
+    if (v) done.emplace(&op, *v);
+    return !v;
+  }, [&](const LazyOp &op) {
+    if (done.count(&op)) return;
     operands.clear();
     for (const auto &x : op.src) operands.push_back(done.at(x.op.get()));
     Val v = evalAlu(op, operands);
     scratchStore(op, lanes, v);
     done.emplace(&op, v);
-  }
+  });
   return done.at(&root);
 }
 

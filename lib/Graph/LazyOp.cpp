@@ -1,6 +1,7 @@
 // LazyOp structure: hashing, structural equality, buffer collection, buffer mapping, and the
 // reference's FlopCounter (get_lazyop_info) and vars_from_ast.
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Graph/NodeDType.h"
 #include "lazyjit/Support/Release.h"
 #include "lazyjit/Graph/LazyBuffer.h"
@@ -176,19 +177,13 @@ std::vector<const LazyOp *> LazyOp::lazyops() const {
 }
 
 std::vector<const LazyOp *> LazyOp::uniqueOps() const {
-  // lazyops()' preorder skipping what was seen: a seen node's whole subtree was walked at its
-  // first occurrence, so the first occurrences keep their order
+  // the walk enters each node at its first occurrence in lazyops()' preorder: a node met again had
+  // its whole subtree walked then
   std::vector<const LazyOp *> out;
-  std::unordered_set<const LazyOp *> seen;
-  std::vector<const LazyOp *> stack{this};
-  while (!stack.empty()) {
-    const LazyOp *n = stack.back();
-    stack.pop_back();
-    if (!seen.insert(n).second) continue;
-    out.push_back(n);
-    for (size_t i = n->src.size(); i-- > 0;)
-      if (!n->src[i].isBuffer() && !seen.count(n->src[i].op.get())) stack.push_back(n->src[i].op.get());
-  }
+  walkOps(*this, [&](const LazyOp &op) {
+    out.push_back(&op);
+    return true;
+  }, [](const LazyOp &) {});
   return out;
 }
 
@@ -370,18 +365,9 @@ Counter *runAst(const LazyOp &root, CounterMemo &memo, std::deque<Counter> &stor
 // of each distinct node once keeps in order (a DAG's shared subtrees are not walked again).
 std::vector<const LazyOp *> lastLoadsFirst(const LazyOp &ast) {
   std::vector<const LazyOp *> out;
-  std::unordered_set<const LazyOp *> seen{&ast};
-  std::vector<std::pair<const LazyOp *, size_t>> stack{{&ast, 0}}; // sources right to left
-  while (!stack.empty()) {
-    auto &[op, next] = stack.back();
-    if (next < op->src.size()) {
-      const LazySrc &s = op->src[op->src.size() - 1 - next++];
-      if (!s.isBuffer() && seen.insert(s.op.get()).second) stack.emplace_back(s.op.get(), 0);
-      continue;
-    }
-    if (op->op == Op::Load) out.push_back(op);
-    stack.pop_back();
-  }
+  walkOps(ast, [](const LazyOp &) { return true; }, [&](const LazyOp &op) {
+    if (op.op == Op::Load) out.push_back(&op);
+  }, /*reversed=*/true);
   return out;
 }
 
@@ -404,29 +390,22 @@ std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> sr
 
 std::optional<DType> KernelDTypes::of(const LazyOp &root, const LazyOp **bad) {
   if (auto it = memo.find(&root); it != memo.end()) return it->second;
-  // post-order with an explicit stack (a fused chain is as deep as it is long); a buffer node's
-  // dtype is its own
-  std::vector<std::pair<const LazyOp *, size_t>> stack{{&root, 0}};
+  // a buffer node's dtype is its own (a STORE's operand is not walked); the first node without a
+  // dtype, in post-order, is the one reported
+  const LazyOp *failed = nullptr;
   std::vector<DType> srcs;
-  while (!stack.empty()) {
-    auto &[op, next] = stack.back();
-    if (!isBufferOp(op->op) && next < op->src.size()) {
-      const LazyOp *s = op->src[next++].op.get();
-      if (!memo.count(s)) stack.emplace_back(s, 0);
-      continue;
-    }
-    const LazyOp *x = op;
-    stack.pop_back();
-    if (memo.count(x)) continue;
-    srcs.clear();
-    if (!isBufferOp(x->op))
-      for (const auto &s : x->src) srcs.push_back(memo.at(s.op.get()));
-    std::optional<DType> dt = kernelNodeDType(*x, srcs);
-    if (!dt) {
-      if (bad) *bad = x;
-      return std::nullopt;
-    }
-    memo.emplace(x, *dt);
+  walkOps(root, [&](const LazyOp &op) { return !failed && !isBufferOp(op.op) && !memo.count(&op); },
+          [&](const LazyOp &op) {
+            if (failed || memo.count(&op)) return;
+            srcs.clear();
+            if (!isBufferOp(op.op))
+              for (const auto &s : op.src) srcs.push_back(memo.at(s.op.get()));
+            if (std::optional<DType> dt = kernelNodeDType(op, srcs)) memo.emplace(&op, *dt);
+            else failed = &op;
+          });
+  if (failed) {
+    if (bad) *bad = failed;
+    return std::nullopt;
   }
   return memo.at(&root);
 }

@@ -4,6 +4,7 @@
 #include "InterpreterScalar.h"
 #include "lazyjit/Runtime/Interpreter.h"
 #include "lazyjit/Graph/NodeDType.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Runtime/HostAllocator.h"
 #include "lazyjit/Support/Math.h"
 
@@ -205,26 +206,16 @@ private:
     Subtree &t = it->second;
     if (!fresh) return t;
     std::unordered_map<const LazyOp *, size_t> pos;
-    std::vector<std::pair<const LazyOp *, size_t>> stack{{&root, 0}};
     auto opaque = [](const LazyOp &op) { return isBufferOp(op.op) || isReduceOp(op.op) || op.op == Op::Expand; };
-    while (!stack.empty()) {
-      auto &[op, next] = stack.back();
-      if (!opaque(*op) && next < op->src.size()) {
-        const LazyOp *x = op->src[next++].op.get();
-        if (!pos.count(x)) stack.emplace_back(x, 0);
-        continue;
-      }
-      const LazyOp *x = op;
-      stack.pop_back();
-      if (pos.count(x)) continue;
+    walkOps(root, [&](const LazyOp &op) { return !opaque(op); }, [&](const LazyOp &x) {
       std::vector<size_t> ops;
-      if (!opaque(*x))
-        for (const auto &y : x->src) ops.push_back(pos.at(y.op.get()));
-      pos.emplace(x, t.nodes.size());
-      t.nodes.push_back(x);
-      t.dts.push_back(dtypeOf(*x));
+      if (!opaque(x))
+        for (const auto &y : x.src) ops.push_back(pos.at(y.op.get()));
+      pos.emplace(&x, t.nodes.size());
+      t.nodes.push_back(&x);
+      t.dts.push_back(dtypeOf(x));
       t.operands.push_back(std::move(ops));
-    }
+    });
     t.values.resize(t.nodes.size());
     return t;
   }

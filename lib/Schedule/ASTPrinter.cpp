@@ -2,6 +2,7 @@
 // argument fields, view lines under buffer ops, and a label for every subtree that occurs twice.
 #include "ASTLineParser.h"
 #include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
 
 #include <charconv>
@@ -185,21 +186,13 @@ std::string printSInt(const SInt &x) {
 std::string printAst(const LazyOp &ast) { return Printer(false).print(ast); }
 
 int astDepth(const LazyOp &ast) {
-  std::unordered_map<const LazyOp *, int> depth; // of each finished node
-  std::vector<std::pair<const LazyOp *, size_t>> stack{{&ast, 0}};
-  while (!stack.empty()) {
-    auto &[op, next] = stack.back();
-    if (next < op->src.size()) {
-      const LazySrc &s = op->src[next++];
-      if (!s.isBuffer() && !depth.count(s.op.get())) stack.emplace_back(s.op.get(), 0);
-      continue;
-    }
+  std::unordered_map<const LazyOp *, int> depth; // of each node left
+  walkOps(ast, [](const LazyOp &) { return true; }, [&](const LazyOp &op) {
     int d = 0;
-    for (const auto &s : op->src)
+    for (const auto &s : op.src)
       if (!s.isBuffer()) d = std::max(d, depth.at(s.op.get()));
-    depth[op] = d + 1;
-    stack.pop_back();
-  }
+    depth.emplace(&op, d + 1);
+  });
   return depth.at(&ast);
 }
 

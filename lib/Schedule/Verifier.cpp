@@ -1,6 +1,7 @@
 // The kernel-AST verifier: one walk over the distinct nodes that computes each node's shape and
 // checks the rules listed in Verifier.h.
 #include "lazyjit/Schedule/Verifier.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/Math.h"
 
@@ -76,27 +77,13 @@ private:
                          opName(op.op), r, rank));
   }
 
-  // Each node's shape, checking it: post-order with an explicit stack (a fused chain is as deep as
-  // it is long), each node's own checks before its operands', its shape after theirs.
+  // Each node's shape, checking it, each node once: its own checks when the walk reaches it, its
+  // shape after its operands'.
   const Shape &shapeOf(const LazyOp &root) {
-    if (auto it = memo.find(&root); it != memo.end()) return it->second;
-    std::vector<std::pair<const LazyOp *, size_t>> stack;
-    auto enter = [&](const LazyOp *op) {
-      checkNode(*op, op == &root);
-      stack.emplace_back(op, 0);
-    };
-    enter(&root);
-    while (!stack.empty()) {
-      auto &[op, next] = stack.back();
-      if (next < op->src.size()) {
-        const LazyOp *s = op->src[next++].op.get();
-        if (!memo.count(s)) enter(s);
-        continue;
-      }
-      const LazyOp *x = op;
-      stack.pop_back();
-      if (!memo.count(x)) shapeAfterOperands(*x);
-    }
+    walkOps(root, [&](const LazyOp &op) {
+      checkNode(op, &op == &root);
+      return true;
+    }, [&](const LazyOp &op) { shapeAfterOperands(op); });
     return memo.at(&root);
   }
 
