@@ -10,6 +10,7 @@
 //
 // The first pass reads the row from memory, the others from the cache. Each loop is a plain
 // scalar loop with fast-math reductions, which LLVM's loop vectorizer widens (libmvec for exp2/log2).
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "LowerCPU.h"
 #include "lazyjit/Support/Error.h"
 
@@ -58,23 +59,41 @@ void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
   std::unordered_map<const LazyOp *, bool> costly;
   for (const LazyOp *p : passes)
     for (const LazyOp *x : passNodes(p)) ++uses[x];
-  std::function<bool(const LazyOp *)> isCostly = [&](const LazyOp *x) -> bool {
-    if (auto it = costly.find(x); it != costly.end()) return it->second;
-    bool c = transcendental(x->op);
-    if (!isBufferOp(x->op) && !isReduceOp(x->op) && x->op != Op::Expand)
-      for (const auto &s : x->src) c = isCostly(s.op.get()) || c;
-    return costly[x] = c;
+  // whether a transcendental function is computed at or below a node, within its pass
+  auto within = [](const LazyOp &x) { return !isBufferOp(x.op) && !isReduceOp(x.op) && x.op != Op::Expand; };
+  auto isCostly = [&](const LazyOp *root) {
+    walkOps(*root, [&](const LazyOp &x) { return within(x) && !costly.count(&x); }, [&](const LazyOp &x) {
+      if (costly.count(&x)) return;
+      bool c = transcendental(x.op);
+      if (within(x))
+        for (const auto &s : x.src) c = costly.at(s.op.get()) || c;
+      costly.emplace(&x, c);
+    });
+    return costly.at(root);
   };
   std::vector<const LazyOp *> chosen;
   for (const auto &[x, n] : uses)
     if (n >= 2 && !isBufferOp(x->op) && !isReduceOp(x->op) && x->op != Op::Expand && isCostly(x) &&
         dtypeOf(*x).isFloating())
       chosen.push_back(x);
-  // drop the nodes inside another chosen node
-  std::unordered_set<const LazyOp *> inner;
-  for (const LazyOp *x : chosen)
-    for (const LazyOp *y : passNodes(x))
-      if (y != x) inner.insert(y);
+  // drop the nodes inside another chosen node (passNodes(x) but x, for every x, each node's
+  // operands walked once: a node met again had its own inside walked already)
+  std::unordered_set<const LazyOp *> inner, walked;
+  std::vector<const LazyOp *> stack;
+  auto below = [&](const LazyOp *y) {
+    if (!isReduceOp(y->op) && y->op != Op::Expand)
+      for (const auto &s : y->src) stack.push_back(s.op.get());
+  };
+  for (const LazyOp *x : chosen) {
+    if (!walked.insert(x).second) continue;
+    below(x);
+    while (!stack.empty()) {
+      const LazyOp *y = stack.back();
+      stack.pop_back();
+      inner.insert(y);
+      if (walked.insert(y).second) below(y);
+    }
+  }
   int64_t bytes = 0;
   IRBuilderBase::InsertPointGuard guard(b);
   b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());

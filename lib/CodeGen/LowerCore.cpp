@@ -366,7 +366,8 @@ void KernelEmitter::scratchStore(const LazyOp &op, int64_t lanes, const Val &v) 
   llvm::Type *t;
   llvm::Align align;
   Value *at = scratchAddress(*sc, lanes, t, align);
-  b.CreateAlignedStore(v.v, at, align);
+  // the array holds dtypeOf(op), what scratchLoad reads back (a CMPLT's value is a bool)
+  b.CreateAlignedStore(vb.convert(v, dtypeOf(op), false).v, at, align);
   rowScratchStored.push_back(&op);
 }
 

@@ -20,6 +20,7 @@
 // Index arithmetic is i32 when every index value provably fits (LowerCore tracks the bounds), else
 // the whole kernel is lowered again with i64. Buffers are `ptr addrspace(1) noalias align 16`
 // (the runtime passes allocation bases); variables are i64 parameters after the buffers.
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "GPULaunch.h"
 #include "LowerCore.h"
 #include "LowerKernel.h"
@@ -126,16 +127,16 @@ void NVPTXLowerer::prefetchVectorLoads(const LazyOp &root, bool early) {
   for (int a : axes) sizes.push_back(k.fullShape()[a].asInt());
   auto combos = upcastCombos(sizes);
 
+  // the LOADs in the order first met, each node once (below a reduce only when `early`)
   std::vector<size_t> bufs;
-  std::function<void(const LazyOp &)> collect = [&](const LazyOp &op) {
-    if (!early && isReduceOp(op.op)) return;
+  walkOps(root, [&](const LazyOp &op) {
+    if (!early && isReduceOp(op.op)) return false;
     if (op.op == Op::Load) {
       size_t bi = bufIndex(&op);
       if (std::find(bufs.begin(), bufs.end(), bi) == bufs.end()) bufs.push_back(bi);
     }
-    for (const auto &s : op.src) collect(*s.op);
-  };
-  collect(root);
+    return true;
+  }, [](const LazyOp &) {});
 
   for (size_t bi : bufs) {
     DType dt = k.bufs[bi]->bufferDType();

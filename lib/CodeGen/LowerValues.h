@@ -11,8 +11,9 @@
 namespace lazyjit {
 
 /// A value of a dtype. float16/bfloat16 values live in float registers (computed in float32);
-/// bool is i1. `v` may be a vector of such values (one per lane): convert, truthy and alu work on
-/// either, with the same semantics per lane.
+/// bool is i1. `v` may be a vector of such values (one per lane): truthy, alu and convert between
+/// float32, float64 and bool work on either, with the same semantics per lane (vector mode uses
+/// no other dtype: the rounding of float16/bfloat16, bitcast, load and store are scalar).
 struct Val {
   llvm::Value *v = nullptr;
   DType dt;

@@ -113,10 +113,9 @@ bool LazyOp::operator==(const LazyOp &o) const {
     auto [a, b] = stack.back();
     stack.pop_back();
     if (a == b) continue;
+    if (a->hash_ != b->hash_ || a->op != b->op || a->src.size() != b->src.size()) return false;
     if (!a->src.empty() && !compared.emplace(a, b).second) continue;
-    if (a->hash_ != b->hash_ || a->op != b->op || a->src.size() != b->src.size() ||
-        !argEqual(a->arg, b->arg))
-      return false;
+    if (!argEqual(a->arg, b->arg)) return false;
     for (size_t i = 0; i < a->src.size(); ++i) {
       const LazySrc &x = a->src[i], &y = b->src[i];
       if (x.isBuffer() != y.isBuffer()) return false;
@@ -231,19 +230,42 @@ LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySr
 }
 
 LazyBufferRef LazyOp::replaceWithMovementOps(const std::vector<std::pair<Op, LazyOpArg>> &ops) const {
-  LAZYJIT_INTERNAL_CHECK(isElementwise(op), "replace_with_movement_ops on {}", opName(op));
-  std::vector<LazyBufferRef> srcs;
-  for (const auto &z : src) {
-    if (z.isBuffer()) {
-      LazyBufferRef y = z.buf;
-      for (const auto &[mop, marg] : ops) y = y->movementOp(mop, marg);
-      srcs.push_back(y);
-    } else {
-      srcs.push_back(z.op->replaceWithMovementOps(ops));
+  // The reference's recursion (each source in order: a buffer gets the movement ops, an op is
+  // rebuilt first), with an explicit stack: a merged chain is as deep as it is long. A node the tree
+  // shares (`x * x`) is rebuilt once; the reference rebuilds it per occurrence, which the lazy
+  // cache then turns into the same buffer.
+  struct Frame {
+    const LazyOp *node;
+    size_t next;
+    std::vector<LazyBufferRef> srcs;
+  };
+  std::unordered_map<const LazyOp *, LazyBufferRef> done;
+  std::vector<Frame> stack;
+  stack.push_back({this, 0, {}});
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    LAZYJIT_INTERNAL_CHECK(isElementwise(f.node->op), "replace_with_movement_ops on {}", opName(f.node->op));
+    if (f.next < f.node->src.size()) {
+      const LazySrc &z = f.node->src[f.next];
+      if (z.isBuffer()) {
+        LazyBufferRef y = z.buf;
+        for (const auto &[mop, marg] : ops) y = y->movementOp(mop, marg);
+        f.srcs.push_back(std::move(y));
+        ++f.next;
+      } else if (auto it = done.find(z.op.get()); it != done.end()) {
+        f.srcs.push_back(it->second);
+        ++f.next;
+      } else {
+        stack.push_back({z.op.get(), 0, {}}); // (f dangles now; this source is found in `done` next)
+      }
+      continue;
     }
+    Frame fin = std::move(f);
+    stack.pop_back();
+    std::vector<LazyBufferRef> rest(fin.srcs.begin() + 1, fin.srcs.end());
+    done.emplace(fin.node, fin.srcs[0]->e(fin.node->op, rest, fin.node->arg));
   }
-  std::vector<LazyBufferRef> rest(srcs.begin() + 1, srcs.end());
-  return srcs[0]->e(op, rest, arg);
+  return done.at(this);
 }
 
 const ShapeTracker &LazyOp::bufferSt() const {

@@ -2,6 +2,7 @@
 #include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Error.h"
@@ -38,20 +39,28 @@ public:
     return id;
   }
 
-  // the AST inside a kernel cluster; returns the node id of `op`
-  std::string astNode(const LazyOp &op, const ScheduleItem &si, int k, std::string &edges) {
-    std::string id = "k" + std::to_string(k) + "_" + std::to_string(next++);
-    std::string label(opShortName(op.op));
-    if (op.op == Op::Const) label += " " + printDouble(op.constBuffer().val);
-    out += "    " + id + " [shape=ellipse, label=\"" + escape(label) + "\"];\n";
-    for (const auto &s : op.src)
-      if (!s.isBuffer()) edges += "  " + astNode(*s.op, si, k, edges) + " -> " + id + ";\n";
-    if (op.op == Op::Load) {
-      int idx = op.memBuffer().idx;
-      if (idx >= 1 && static_cast<size_t>(idx - 1) < si.inputs.size())
-        edges += "  " + buffer(si.inputs[static_cast<size_t>(idx - 1)].get()) + " -> " + id + ";\n";
-    }
-    return id;
+  // the AST inside a kernel cluster, each node once (a shared subtree has several out-edges);
+  // returns the node id of `root`
+  std::string astNode(const LazyOp &root, const ScheduleItem &si, int k, std::string &edges) {
+    std::unordered_map<const LazyOp *, std::string> ids;
+    walkOps(root, [&](const LazyOp &op) {
+      std::string id = "k" + std::to_string(k) + "_" + std::to_string(next++);
+      std::string label(opShortName(op.op));
+      if (op.op == Op::Const) label += " " + printDouble(op.constBuffer().val);
+      out += "    " + id + " [shape=ellipse, label=\"" + escape(label) + "\"];\n";
+      ids.emplace(&op, id);
+      return true;
+    }, [&](const LazyOp &op) {
+      const std::string &id = ids.at(&op);
+      for (const auto &s : op.src)
+        if (!s.isBuffer()) edges += "  " + ids.at(s.op.get()) + " -> " + id + ";\n";
+      if (op.op == Op::Load) {
+        int idx = op.memBuffer().idx;
+        if (idx >= 1 && static_cast<size_t>(idx - 1) < si.inputs.size())
+          edges += "  " + buffer(si.inputs[static_cast<size_t>(idx - 1)].get()) + " -> " + id + ";\n";
+      }
+    });
+    return ids.at(&root);
   }
 
   std::unordered_map<const LazyBuffer *, std::string> bufIds;

@@ -75,7 +75,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     for (const auto &si : sched) {
       if (!si.isKernel()) continue;
       verifyAst(*si.ast);
-      if (astDepth(*si.ast) > kMaxAstTextDepth) continue;
+      if (astDepth(*si.ast) >= kMaxAstTextDepth) continue;
       std::string text = printAst(*si.ast);
       LazyOpRef back = parseAst(text, "<round-trip>");
       LAZYJIT_INTERNAL_CHECK(*back == *si.ast, "AST text round trip changed the AST:\n{}", text);

@@ -1,6 +1,7 @@
 // The scheduler walk (LazyBuffer.schedule of the reference) and its AST fixing steps:
 // _ast_reduceops, _ast_binaryops and _replace_bufferops, in the order the reference runs them.
 #include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Graph/NodeDType.h"
 #include "lazyjit/Support/Logging.h"
 
 #include <algorithm>
@@ -278,8 +279,22 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
   return ast;
 }
 
+// Adds the symbolic variables of `st` not in `out` yet: the scheduler collects a kernel's variables
+// from the ShapeTrackers it builds instead of walking the AST again (varsFromAst).
+void addVars(std::vector<NodeRef> &out, const ShapeTracker &st) {
+  for (const auto &v : st.vars())
+    if (std::none_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->identity() == v->identity(); }))
+      out.push_back(v);
+}
+
+struct ReplacedAst {
+  LazyOpRef ast;
+  std::vector<LazyBufferRef> inputs;
+  std::vector<NodeRef> vars; ///< of the leaves' ShapeTrackers, in the order they were met
+};
+
 // _replace_bufferops: leaves become LOAD(MemBuffer) of the deduplicated base buffers, or CONST.
-std::pair<LazyOpRef, std::vector<LazyBufferRef>> replaceBufferOps(const LazyOpRef &op) {
+ReplacedAst replaceBufferOps(const LazyOpRef &op) {
   std::vector<LazyBufferRef> baseBufs;
   std::unordered_map<const LazyBuffer *, int> bufIdx; // base buffer -> its LOAD index
   for (LazyBuffer *x : op->buffers()) {
@@ -289,8 +304,10 @@ std::pair<LazyOpRef, std::vector<LazyBufferRef>> replaceBufferOps(const LazyOpRe
       baseBufs.push_back(std::move(b));
   }
   BufferMap replacements;
+  std::vector<NodeRef> vars;
   for (LazyBuffer *x : op->buffers()) {
     ShapeTracker st = x->st.simplify().unbind();
+    addVars(vars, st);
     auto it = bufIdx.find(x->base());
     if (it != bufIdx.end()) {
       int idx = it->second;
@@ -306,10 +323,17 @@ std::pair<LazyOpRef, std::vector<LazyBufferRef>> replaceBufferOps(const LazyOpRe
   LazyOpRef root = op;
   if (op->op == Op::Reshape || op->op == Op::Contiguous) {
     const LazySrc &s = op->src[0];
-    if (s.isBuffer()) return {replacements.at(s.buf.get()).op, baseBufs};
+    if (s.isBuffer()) return {replacements.at(s.buf.get()).op, baseBufs, vars};
     root = s.op;
   }
-  return {root->mapBuffers(replacements), baseBufs};
+  return {root->mapBuffers(replacements), baseBufs, vars};
+}
+
+// The shape an AST computes (getLazyOpInfo's): an element-wise node has its first operand's.
+const Shape &outputShape(const LazyOp &ast) {
+  const LazyOp *op = &ast;
+  while (!isBufferOp(op->op) && !isReduceOp(op->op) && !isMovementOp(op->op)) op = op->src[0].op.get();
+  return isBufferOp(op->op) ? op->bufferSt().shape() : op->shapeArg();
 }
 
 VarVals mergeVarVals(const std::vector<const ShapeTracker *> &sts) {
@@ -338,7 +362,7 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   for (const LazyBuffer *b : op->buffers()) sts.push_back(&b->st);
   VarVals varVals = mergeVarVals(sts);
 
-  auto [ast, baseBufs] = replaceBufferOps(op);
+  auto [ast, baseBufs, vars] = replaceBufferOps(op);
 
   // check if we can reuse the output buffer; if it's aliased, don't use it
   if (self->outputBuffer) {
@@ -357,17 +381,22 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   }
 
   if (!isLoadOp(ast->op)) {
-    LazyOpInfo info = getLazyOpInfo(*ast);
+    // (getLazyOpInfo's shape and dtype, without counting flops: the walk of the whole AST with a
+    // structural memo was a tenth of scheduling a long chain)
+    const LazyOp *bad = nullptr;
+    std::optional<DType> dt = KernelDTypes().of(*ast, &bad);
+    LAZYJIT_INTERNAL_CHECK(dt.has_value(), "schedule: {} is not allowed in a kernel AST", opName(bad->op));
     // The buffer's dtype is the max over all sources of its op, the kernel's over the values: a
     // WHERE whose condition has the larger dtype (`bool.gt(0)` is float32) computes its values in
     // the smaller one. The reference asserts here; the kernel casts to the buffer's dtype.
-    if (info.dtype != self->dtype()) {
-      LAZYJIT_INTERNAL_CHECK(ast->op == Op::Where, "schedule: dtype mismatch {} != {}",
-                             info.dtype.name(), self->dtype().name());
+    if (*dt != self->dtype()) {
+      LAZYJIT_INTERNAL_CHECK(ast->op == Op::Where, "schedule: dtype mismatch {} != {}", dt->name(),
+                             self->dtype().name());
       ast = LazyOp::make(Op::Cast, {LazySrc(ast)}, CastArg{self->dtype(), false});
     }
-    ast = LazyOp::make(Op::Store, {LazySrc(ast)},
-                       MemBuffer{0, self->dtype(), ShapeTracker::fromShape(info.shape)});
+    ShapeTracker out = ShapeTracker::fromShape(outputShape(*ast));
+    addVars(vars, out);
+    ast = LazyOp::make(Op::Store, {LazySrc(ast)}, MemBuffer{0, self->dtype(), std::move(out)});
   } else {
     for (size_t i = 0; i < ast->src.size(); ++i) {
       const LazySrc &s = ast->src[i];
@@ -385,7 +414,10 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   }
 
   VarVals used;
-  for (const auto &v : varsFromAst(*ast)) {
+  std::stable_sort(vars.begin(), vars.end(), [](const NodeRef &a, const NodeRef &b) {
+    return (a->expr ? *a->expr : "None") < (b->expr ? *b->expr : "None");
+  });
+  for (const auto &v : vars) {
     std::string name = v->expr ? *v->expr : "None";
     auto it = varVals.find(name);
     LAZYJIT_USER_CHECK(it != varVals.end(), Error,

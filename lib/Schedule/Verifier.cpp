@@ -104,12 +104,6 @@ private:
     if (OpArg want = opArgKind(op.op); argKindOf(op.arg) != want)
       reject(want == OpArg::None ? fmt::format("{} takes no argument, got {}", name, opArgText(argKindOf(op.arg)))
                                  : fmt::format("{} needs {}", name, opArgText(want)));
-  }
-
-  // The shape of a node whose operands' shapes are known, checked against them.
-  void shapeAfterOperands(const LazyOp &op) {
-    std::string name(opName(op.op));
-    Shape shape;
     if (op.op == Op::Load || op.op == Op::Store) {
       const auto *mb = &op.memBuffer();
       checkSt(op, mb->st);
@@ -122,12 +116,17 @@ private:
           reject(fmt::format("buffer {} is loaded both as {} and as {}", mb->idx, it->second.name(),
                              mb->dtype.name()));
       }
-      shape = mb->st.shape();
     } else if (op.op == Op::Const) {
-      const auto *cb = &op.constBuffer();
-      checkSt(op, cb->st);
-      shape = cb->st.shape();
+      checkSt(op, op.constBuffer().st);
     }
+  }
+
+  // The shape of a node whose operands' shapes are known, checked against them.
+  void shapeAfterOperands(const LazyOp &op) {
+    std::string name(opName(op.op));
+    Shape shape;
+    if (op.op == Op::Load || op.op == Op::Store) shape = op.memBuffer().st.shape();
+    else if (op.op == Op::Const) shape = op.constBuffer().st.shape();
     std::vector<Shape> srcShapes;
     for (const auto &s : op.src) srcShapes.push_back(memo.at(s.op.get()));
 

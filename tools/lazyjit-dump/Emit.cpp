@@ -1,6 +1,7 @@
 // The stage registry and the emitters of the stages that exist before the CPU backend: graph,
 // schedule, ast, index and values. Every listing is deterministic: nodes are numbered in a
 // depth-first walk from the outputs, never by address.
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "Dump.h"
 #include "ToolError.h"
 
@@ -76,8 +77,17 @@ private:
   }
 
   // `OP{arg}(src, src, ...)`, sources inline (buffers as %id), written front to back from a stack
-  // of pending ops and punctuation
+  // of pending ops and punctuation. An op node the tree reads more than once (`x * x` of a merged
+  // x) is written once as `$k=OP(...)` and then as `$k`, as the AST text labels it: the tree of a
+  // chain of such squares is exponential in its length.
   std::string render(const LazyOp &root) {
+    std::unordered_map<const LazyOp *, int> uses;
+    walkOps(root, [&](const LazyOp &op) {
+      for (const auto &x : op.src)
+        if (!x.isBuffer()) ++uses[x.op.get()];
+      return true;
+    }, [](const LazyOp &) {});
+    std::unordered_map<const LazyOp *, int> labels;
     struct Item {
       const LazyOp *op; // or null: append `text`
       std::string text;
@@ -92,6 +102,12 @@ private:
         continue;
       }
       const LazyOp &op = *it.op;
+      if (auto u = uses.find(&op); u != uses.end() && u->second > 1) {
+        auto [l, fresh] = labels.emplace(&op, static_cast<int>(labels.size()));
+        s += "$" + std::to_string(l->second);
+        if (!fresh) continue;
+        s += "=";
+      }
       s += opName(op.op);
       s += renderArg(op.arg);
       if (op.src.empty()) continue;

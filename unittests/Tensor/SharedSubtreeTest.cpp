@@ -7,6 +7,7 @@
 
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Support/Config.h"
 
 using namespace lazyjit;
 using namespace lazyjit::testing;
@@ -81,5 +82,47 @@ TEST_CASE("Shared subtrees: a reduce over a shared chain compiles and matches th
     }
     if (out.empty()) out = got;
     else for (size_t r = 0; r < 8; ++r) CHECK(got[r] == doctest::Approx(out[r]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("Shared subtrees: a movement op after a shared chain is pushed through it once") {
+  // permute and shrink of an element-wise result with no other reader move into its leaves
+  // (replace_with_movement_ops); the chain's tree has 2^60 copies of x, its DAG 120 nodes
+  Vals xs = randVals(12, 0x9e3ULL);
+  for (const auto &dev : devices()) {
+    CAPTURE(dev);
+    Tensor x = Tensor::fromValues(xs, {3, 4}, TensorOptions(dtypes::float32, dev));
+    std::vector<float> t = squareRootChain(x, kSteps).permute({1, 0}).realize().toVector<float>();
+    std::vector<float> s = squareRootChain(x, kSteps).shrink({SIntPair{1, 3}, std::nullopt}).realize().toVector<float>();
+    REQUIRE(t.size() == 12);
+    REQUIRE(s.size() == 8);
+    for (size_t r = 0; r < 3; ++r)
+      for (size_t c = 0; c < 4; ++c) {
+        CHECK(t[c * 3 + r] == doctest::Approx(std::fabs(xs[r * 4 + c])).epsilon(1e-4));
+        if (r >= 1) CHECK(s[(r - 1) * 4 + c] == doctest::Approx(std::fabs(xs[r * 4 + c])).epsilon(1e-4));
+      }
+  }
+}
+
+TEST_CASE("Shared subtrees: the AST text reads back below kMaxAstTextDepth; deeper chains still realize") {
+  // a chain of n element-wise ops over a LOAD is STORE, n ops and the leaf: n + 2 deep
+  Config c = config();
+  c.verifyAst = true; // the round trip through the text, where it has one
+  ScopedConfig verify(c);
+  for (int n : {kMaxAstTextDepth - 3, kMaxAstTextDepth - 2, kMaxAstTextDepth - 1}) {
+    CAPTURE(n);
+    Tensor x = Tensor::fromValues({1.0, 2.0}, {2}, TensorOptions(dtypes::float32, "CPU"));
+    Tensor y = x;
+    for (int i = 0; i < n; ++i) y = i % 2 ? y - 1 : y + 1;
+    auto items = schedule(y.lazydata());
+    const LazyOp &ast = *items.back().ast;
+    CHECK(astDepth(ast) == n + 2);
+    std::string text = printAst(ast);
+    if (astDepth(ast) < kMaxAstTextDepth)
+      CHECK(*parseAst(text, "<chain>") == ast);
+    else
+      CHECK_THROWS_WITH_AS(parseAst(text, "<chain>"), doctest::Contains("nested too deeply"), ParseError);
+    std::vector<float> got = y.realize().toVector<float>();
+    CHECK(got == std::vector<float>{n % 2 ? 2.0f : 1.0f, n % 2 ? 3.0f : 2.0f});
   }
 }

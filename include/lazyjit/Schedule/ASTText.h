@@ -26,9 +26,10 @@ namespace lazyjit {
 /// no textual form, and for variable names that are not identifiers.
 std::string printAst(const LazyOp &ast);
 
-/// The deepest nesting of AST nodes parseAst reads. printAst writes any depth, but its
-/// indentation makes the text of an AST n deep about n^2 bytes: deeper ASTs (long fused chains)
-/// have no text form to read back (astKey, linear, identifies them).
+/// parseAst reads ASTs less deep than this (astDepth; a leaf's view lines count one level more).
+/// printAst writes any depth, but its indentation makes the text of an AST n deep about n^2
+/// bytes: deeper ASTs (long fused chains) have no text form to read back (astKey, linear,
+/// identifies them).
 inline constexpr int kMaxAstTextDepth = 1000;
 /// The nesting depth of an AST (a leaf is 1), each distinct node visited once, without recursion.
 int astDepth(const LazyOp &ast);
