@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -36,6 +37,9 @@ inline Timing timeIt(const std::function<void()> &call, int warmups = 2, int rep
   t.max = v.back();
   return t;
 }
+
+/// Heap allocations through C++ operator new so far in this process (AllocCount.cpp).
+uint64_t allocationCount();
 
 struct Result {
   Result(std::string id_, std::string name_, std::string unit_)
