@@ -143,14 +143,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
           for (const auto &rc : redCombos) {
             std::vector<NodeRef> ix = idxs;
             setUpcast(ix, outCombos[o], &rc);
-            if (vec) {
-              Val v = vb.convert(eval(src, ix, nullptr, lanes), rdt, false);
-              next[o] = alu == Op::Add ? markAccumulate(b.CreateFAdd(v.v, next[o]))
-                                       : b.CreateBinaryIntrinsic(Intrinsic::maximum, v.v, next[o]);
-              continue;
-            }
-            Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
-            next[o] = markAccumulate(vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v);
+            next[o] = accumulate(alu, eval(src, ix, nullptr, vec ? lanes : 0), next[o], rdt);
           }
         return next;
       };

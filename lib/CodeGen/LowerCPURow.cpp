@@ -26,6 +26,10 @@ namespace {
 
 // The nodes each pass over the row evaluates per element: its tree down to the leaves and the row
 // values (reduces and EXPANDs, computed before the pass).
+// Whether a pass evaluates a node's operands: not below a row value (a reduce or an EXPAND, computed
+// before the pass). (The leaves of a pass, LOADs and CONSTs, have none.)
+bool passDescends(const LazyOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; }
+
 std::vector<const LazyOp *> passNodes(const LazyOp *root) {
   std::vector<const LazyOp *> out, stack{root};
   std::unordered_set<const LazyOp *> seen{root};
@@ -33,7 +37,7 @@ std::vector<const LazyOp *> passNodes(const LazyOp *root) {
     const LazyOp *op = stack.back();
     stack.pop_back();
     out.push_back(op);
-    if (isReduceOp(op->op) || op->op == Op::Expand) continue;
+    if (!passDescends(*op)) continue;
     for (const auto &s : op->src)
       if (seen.insert(s.op.get()).second) stack.push_back(s.op.get());
   }
@@ -60,12 +64,11 @@ void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
   for (const LazyOp *p : passes)
     for (const LazyOp *x : passNodes(p)) ++uses[x];
   // whether a transcendental function is computed at or below a node, within its pass
-  auto within = [](const LazyOp &x) { return !isBufferOp(x.op) && !isReduceOp(x.op) && x.op != Op::Expand; };
   auto isCostly = [&](const LazyOp *root) {
-    walkOps(*root, [&](const LazyOp &x) { return within(x) && !costly.count(&x); }, [&](const LazyOp &x) {
+    walkOps(*root, [&](const LazyOp &x) { return passDescends(x) && !costly.count(&x); }, [&](const LazyOp &x) {
       if (costly.count(&x)) return;
       bool c = transcendental(x.op);
-      if (within(x))
+      if (passDescends(x))
         for (const auto &s : x.src) c = costly.at(s.op.get()) || c;
       costly.emplace(&x, c);
     });
@@ -81,7 +84,7 @@ void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
   std::unordered_set<const LazyOp *> inner, walked;
   std::vector<const LazyOp *> stack;
   auto below = [&](const LazyOp *y) {
-    if (!isReduceOp(y->op) && y->op != Op::Expand)
+    if (passDescends(*y))
       for (const auto &s : y->src) stack.push_back(s.op.get());
   };
   for (const LazyOp *x : chosen) {
@@ -265,26 +268,21 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         int64_t vectors = full[n - 1].asInt() / lanes, unroll = vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
         std::vector<Value *> init(static_cast<size_t>(unroll), splat(vb.reduceInit(x->op, rdt).v));
         note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
-        auto combine = [&](Value *a, Value *c) {
-          return alu == Op::Add ? markAccumulate(b.CreateFAdd(a, c)) : b.CreateBinaryIntrinsic(Intrinsic::maximum, a, c);
-        };
         std::vector<Value *> acc = vecPass(init, unroll, [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
           if (prefetch) prefetchNextRow(vix);
           note("accumulate a vector");
-          Val v = vb.convert(eval(src, vix, nullptr, lanes), rdt, false);
           std::vector<Value *> next = cur;
-          next[static_cast<size_t>(u)] = combine(v.v, cur[static_cast<size_t>(u)]);
+          next[static_cast<size_t>(u)] = accumulate(alu, eval(src, vix, nullptr, lanes), cur[static_cast<size_t>(u)], rdt);
           return next;
         });
         Value *all = acc[0];
-        for (size_t u = 1; u < acc.size(); ++u) all = alu == Op::Add ? b.CreateFAdd(all, acc[u]) : b.CreateBinaryIntrinsic(Intrinsic::maximum, all, acc[u]);
+        for (size_t u = 1; u < acc.size(); ++u) all = vb.alu(alu, {Val{all, rdt}, Val{acc[u], rdt}}, rdt).v;
         Value *r = alu == Op::Add ? b.CreateFAddReduce(ConstantFP::getNegativeZero(all->getType()->getScalarType()), all)
                                   : b.CreateFPMaximumReduce(all);
         lanes = 0;
         r = tailLoop({r}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
           note("accumulate");
-          Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
-          return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
+          return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
         })[0];
         endPass();
         rowValues[x] = Val{r, rdt};
@@ -294,8 +292,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       std::vector<Value *> acc = rowLoops(rs, ix, {vb.reduceInit(x->op, rdt).v}, [&](const std::vector<Value *> &cur) {
         if (!rowScratch.empty()) setRowIndex();
         note("accumulate");
-        Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
-        return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
+        return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
       });
       endPass();
       rowValues[x] = Val{acc[0], rdt};
@@ -311,8 +308,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       std::vector<Value *> next = rowLoops(rs, ix, {acc}, [&](const std::vector<Value *> &cur) {
         if (!rowScratch.empty()) setRowIndex();
         note("accumulate");
-        Val v = vb.convert(eval(finalRoot, ix, nullptr), rdt, false);
-        return std::vector<Value *>{markAccumulate(vb.alu(alu, {v, Val{cur[0], rdt}}, rdt).v)};
+        return std::vector<Value *>{accumulate(alu, eval(finalRoot, ix, nullptr), cur[0], rdt)};
       });
       acc = next[0];
     } else if (vectorPass(&top)) {

@@ -98,6 +98,11 @@ protected:
     accumulates.emplace_back(v);
     return v;
   }
+  /// One step of a reduce (`alu` ADD for SUM, MAX for MAX): `acc`, of `rdt`, combined with `x`
+  /// converted to `rdt`, on scalars or lane vectors alike, marked for contraction.
+  Value *accumulate(Op alu, const Val &x, Value *acc, DType rdt) {
+    return markAccumulate(vb.alu(alu, {vb.convert(x, rdt, false), Val{acc, rdt}}, rdt).v);
+  }
   /// Sets `contract` on each marked accumulation and on the multiply it adds (verify() calls it).
   void contractAccumulates();
 

@@ -203,8 +203,7 @@ std::vector<Value *> NVPTXLowerer::reduceLoops(int axis, const std::vector<Value
     for (const auto &rc : redCombos) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], &rc);
-      Val v = vb.convert(eval(src, ix, nullptr), rdt, false);
-      next[o] = markAccumulate(vb.alu(alu, {v, Val{next[o], rdt}}, rdt).v);
+      next[o] = accumulate(alu, eval(src, ix, nullptr), next[o], rdt);
     }
   return next;
 }
