@@ -107,7 +107,7 @@ Result benchW9c(const Sizes &sz) {
   std::vector<double> times;
   for (const auto &ast : asts) {
     auto t0 = Clock::now();
-    compileToObject(ast, TargetSpec::host(), CompileOptions::fromConfig());
+    compileToObject(ast, TargetSpec::host(config().llvmOptLevel), CompileOptions::from(config()));
     times.push_back(seconds(t0, Clock::now()));
   }
   std::sort(times.begin(), times.end());

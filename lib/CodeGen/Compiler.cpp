@@ -143,6 +143,7 @@ std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptio
   hashCombine(h, std::hash<std::string>{}(t.key()));
   hashCombine(h, noOptimizations(o));
   hashCombine(h, checksBounds(o, t));
+  if (!o.mergeView) hashCombine(h, std::hash<std::string>{}("MERGE_VIEW=0"));
   if (o.applyOpts && !noOptimizations(o))
     for (const auto &opt : *o.applyOpts) hashCombine(h, std::hash<std::string>{}(opt.str()));
   return fmt::format("lj_{:016x}", static_cast<uint64_t>(h));
@@ -213,7 +214,7 @@ Compiled runPasses(const LazyOpRef &ast, const TargetSpec &t, const CompileOptio
 
 } // namespace
 
-TargetSpec TargetSpec::host() {
+TargetSpec TargetSpec::host(int optLevel) {
   initializeLLVM();
   TargetSpec t;
   t.kind = Kind::CPU;
@@ -224,17 +225,17 @@ TargetSpec TargetSpec::host() {
   for (const auto &f : feats) fs.push_back((f.second ? "+" : "-") + f.first().str());
   std::sort(fs.begin(), fs.end());
   for (const auto &f : fs) t.features += (t.features.empty() ? "" : ",") + f;
-  t.optLevel = config().llvmOptLevel;
+  t.optLevel = optLevel;
   return t;
 }
 
-TargetSpec TargetSpec::nvptx(const std::string &sm) {
+TargetSpec TargetSpec::nvptx(const std::string &sm, int optLevel) {
   TargetSpec t;
   t.kind = Kind::NVPTX;
   t.triple = "nvptx64-nvidia-cuda";
   t.cpu = sm;
   t.features = "+ptx80";
-  t.optLevel = config().llvmOptLevel;
+  t.optLevel = optLevel;
   return t;
 }
 
@@ -247,10 +248,11 @@ std::string llvmVersionString() { return LLVM_VERSION_STRING; }
 
 bool boundsChecking(const CompileOptions &o) { return o.bounds; }
 
-CompileOptions CompileOptions::fromConfig() {
+CompileOptions CompileOptions::from(const Config &c) {
   CompileOptions o;
-  o.noopt = config().noopt;
-  o.bounds = config().bounds;
+  o.noopt = c.noopt;
+  o.bounds = c.bounds;
+  o.mergeView = c.mergeView;
   return o;
 }
 
@@ -263,6 +265,7 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
     ko.globalMax = {2147483647, 65535, 65535};
     ko.localMax = {1024, 1024, 64};
   }
+  ko.mergeView = opts.mergeView;
   Kernel k(ast, ko);
   LAZYJIT_USER_CHECK(!k.rowKernel || target.kind == TargetSpec::Kind::CPU, UnsupportedError,
                      "codegen: {} is a row kernel (OPT=5), which only the CPU lowering supports", k.name());

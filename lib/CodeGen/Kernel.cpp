@@ -111,7 +111,7 @@ std::string Kernel::name() const {
 void Kernel::reshapeAndPermute(const std::function<Shape(const Shape &)> &newShape,
                                const std::vector<int64_t> *axis) {
   for (auto &st : sts) {
-    if (newShape) st = st.reshape(newShape(st.shape()));
+    if (newShape) st = st.reshape(newShape(st.shape()), opts.mergeView);
     if (axis) st = st.permute(*axis);
   }
 }
@@ -203,7 +203,7 @@ void Kernel::simplifyMergeAdjacent() {
   for (size_t j = 0; j < sts.size(); ++j) {
     Shape ns;
     for (const auto &p : rets[j]) ns.push_back(p.first);
-    sts[j] = sts[j].reshape(ns);
+    sts[j] = sts[j].reshape(ns, opts.mergeView);
   }
 }
 

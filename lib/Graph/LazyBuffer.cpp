@@ -51,7 +51,19 @@ FusionFlags FusionFlags::forLevel(int opt) {
   return {opt >= 1, opt >= 1, opt >= 1, opt >= 1, opt >= 2, opt >= 2, push, push, opt == 4, opt >= 5};
 }
 
-FusionFlags FusionFlags::current() { return forLevel(config().opt); }
+GraphOptions GraphOptions::forLevel(int opt) {
+  GraphOptions o;
+  o.fusion = FusionFlags::forLevel(opt);
+  return o;
+}
+
+GraphOptions GraphOptions::from(const Config &c) {
+  GraphOptions o = forLevel(c.opt);
+  o.lazyCache = c.lazyCache;
+  o.mergeView = c.mergeView;
+  o.reduceSplitThreshold = c.reduceSplitThreshold;
+  return o;
+}
 
 // ---- construction -------------------------------------------------------------------------------
 
@@ -248,8 +260,8 @@ size_t lazyCacheSize() {
   return c.map.size();
 }
 
-LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpType optype,
-                               LazyOpRef op, DType dtype, LazyBufferRef base) {
+LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device, ShapeTracker st,
+                               OpType optype, LazyOpRef op, DType dtype, LazyBufferRef base) {
   // rewrite 0 size into a CONST
   for (const auto &s : st.shape())
     if (pyEq(s, 0))
@@ -257,7 +269,7 @@ LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpTyp
                                 LazyOp::make(Op::LoadConst, {}, 0.0), dtype);
 
   // EMPTY, CUSTOM and CONST load ops are never cached
-  if (!config().lazyCache ||
+  if (!o.lazyCache ||
       (optype == OpType::Load &&
        (op->op == Op::Empty || op->op == Op::Custom || op->op == Op::LoadConst)))
     return LazyBuffer::create(device, std::move(st), optype, std::move(op), dtype, nullptr,
@@ -298,41 +310,43 @@ LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpTyp
 
 // ---- creation / special ops -----------------------------------------------------------------------
 
-LazyBufferRef LazyBuffer::loadop(Op op, const Shape &shape, DType dtype, const std::string &device,
-                                 LazyOpArg arg, LazyBufferRef src) {
+LazyBufferRef LazyBuffer::loadop(const GraphOptions &o, Op op, const Shape &shape, DType dtype,
+                                 const std::string &device, LazyOpArg arg, LazyBufferRef src) {
   std::vector<LazySrc> srcs;
   if (src) srcs.emplace_back(std::move(src));
-  return createLazyBuffer(device, ShapeTracker::fromShape(shape), OpType::Load,
+  return createLazyBuffer(o, device, ShapeTracker::fromShape(shape), OpType::Load,
                           LazyOp::make(op, std::move(srcs), std::move(arg)), dtype);
 }
 
-LazyBufferRef LazyBuffer::constLike(double val) {
+LazyBufferRef LazyBuffer::constLike(const GraphOptions &o, double val) {
   // Deliberate deviation: the reference goes through dtypes.from_np(dtype.np), which turns a
   // bfloat16 constant into float64 (bfloat16 has no numpy type); lazyjit keeps the dtype.
   Shape ones(shape.size(), SInt(1));
-  return loadop(Op::LoadConst, {}, dtype(), device, val)->reshape(ones)->expand(shape);
+  return loadop(o, Op::LoadConst, {}, dtype(), device, val)->reshape(o, ones)->expand(o, shape);
 }
 
-LazyBufferRef LazyBuffer::copyToDevice(const std::string &dev) {
+LazyBufferRef LazyBuffer::copyToDevice(const GraphOptions &o, const std::string &dev) {
   // back off a COPY if it's a double COPY
   if (!isRealized() && op && op->op == Op::Copy && op->src[0].buf->device == dev)
     return op->src[0].buf;
-  return loadop(Op::Copy, shape, dtype(), dev, {}, contiguous());
+  return loadop(o, Op::Copy, shape, dtype(), dev, {}, contiguous(o));
 }
 
-LazyBufferRef LazyBuffer::contiguous() {
+LazyBufferRef LazyBuffer::contiguous(const GraphOptions &o) {
   // all LoadOps are already contiguous (except CONST)
   if (!isRealized() && isLoadOp(op->op) && op->op != Op::LoadConst) return self();
   if (st.contiguous() && st.size() == base()->st.size() && !isUnrealizedConst()) {
     // this will turn into nothing, it's based and a copy
-    return createLazyBuffer(device, ShapeTracker::fromShape(shape), OpType::Load,
+    return createLazyBuffer(o, device, ShapeTracker::fromShape(shape), OpType::Load,
                             LazyOp::make(Op::Contiguous, {LazySrc(self())}), dtype(),
                             baseShared());
   }
-  return loadop(Op::Contiguous, shape, dtype(), device, {}, self());
+  return loadop(o, Op::Contiguous, shape, dtype(), device, {}, self());
 }
 
-LazyBufferRef LazyBuffer::cast(DType dt, bool bitcast) { return e(Op::Cast, {}, CastArg{dt, bitcast}); }
+LazyBufferRef LazyBuffer::cast(const GraphOptions &o, DType dt, bool bitcast) {
+  return e(o, Op::Cast, {}, CastArg{dt, bitcast});
+}
 
 // ---- _push_movement_ops -------------------------------------------------------------------------
 
@@ -342,8 +356,8 @@ bool isUnsafePadOp(Op op) {
   return op == Op::Div || op == Op::CmpLt || op == Op::Log2 || op == Op::Exp2 || op == Op::Recip;
 }
 
-std::vector<LazyBufferRef> pushMovementOps(const std::vector<LazyBufferRef> &srcs) {
-  FusionFlags f = FusionFlags::current();
+std::vector<LazyBufferRef> pushMovementOps(const GraphOptions &o, const std::vector<LazyBufferRef> &srcs) {
+  const FusionFlags &f = o.fusion;
   std::vector<LazyBufferRef> out;
   for (LazyBufferRef x : srcs) {
     std::vector<std::pair<Op, LazyOpArg>> mops;
@@ -364,7 +378,7 @@ std::vector<LazyBufferRef> pushMovementOps(const std::vector<LazyBufferRef> &src
         for (const LazyOp *y : bx->op->uniqueOps()) safe = safe && !isUnsafePadOp(y->op);
       if (noPad || safe) {
         std::reverse(mops.begin(), mops.end());
-        x = bx->op->replaceWithMovementOps(mops);
+        x = bx->op->replaceWithMovementOps(o, mops);
       }
     }
     out.push_back(std::move(x));
@@ -376,13 +390,14 @@ std::vector<LazyBufferRef> pushMovementOps(const std::vector<LazyBufferRef> &src
 
 // ---- elementwise ops ------------------------------------------------------------------------------
 
-LazyBufferRef LazyBuffer::e(Op eop, const std::vector<LazyBufferRef> &rest, LazyOpArg arg) {
-  FusionFlags f = FusionFlags::current();
+LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<LazyBufferRef> &rest,
+                            LazyOpArg arg) {
+  const FusionFlags &f = o.fusion;
   std::vector<LazyBufferRef> srcs{self()};
   srcs.insert(srcs.end(), rest.begin(), rest.end());
 
   // if we are separated from other binary ops by movement ops, we push those movement ops above
-  if (f.shuffleMovementOps) srcs = pushMovementOps(srcs);
+  if (f.shuffleMovementOps) srcs = pushMovementOps(o, srcs);
 
   std::string outDevice = srcs[0]->device;
   Shape outShape = srcs[0]->shape;
@@ -409,7 +424,7 @@ LazyBufferRef LazyBuffer::e(Op eop, const std::vector<LazyBufferRef> &rest, Lazy
       ns.push_back(x);
     }
     std::vector<LazyBufferRef> tail(ns.begin() + 1, ns.end());
-    return ns[0]->e(eop, tail, arg)->contiguous();
+    return ns[0]->e(o, eop, tail, arg)->contiguous(o);
   }
 
   std::vector<LazySrc> opSrcs;
@@ -421,27 +436,27 @@ LazyBufferRef LazyBuffer::e(Op eop, const std::vector<LazyBufferRef> &rest, Lazy
     else
       opSrcs.emplace_back(x);
   }
-  return createLazyBuffer(outDevice, ShapeTracker::fromShape(outShape), OpType::Binary,
+  return createLazyBuffer(o, outDevice, ShapeTracker::fromShape(outShape), OpType::Binary,
                           LazyOp::make(eop, std::move(opSrcs), std::move(arg)), outDType);
 }
 
 // ---- reduce ops -----------------------------------------------------------------------------------
 
-LazyBufferRef LazyBuffer::reduceOp(Op rop, const Shape &newShape) {
+LazyBufferRef LazyBuffer::reduceOp(const GraphOptions &o, Op rop, const Shape &newShape) {
   if (shape == newShape) return self();
   std::vector<LazyBufferRef> srcs{self()};
-  if (FusionFlags::current().shuffleMovementOps) srcs = pushMovementOps(srcs);
+  if (o.fusion.shuffleMovementOps) srcs = pushMovementOps(o, srcs);
   Shape unbound;
   for (const auto &s : newShape) unbound.push_back(s.isInt() ? s : SInt(s.node()->unbind()));
-  return createLazyBuffer(device, ShapeTracker::fromShape(newShape), OpType::Reduce,
+  return createLazyBuffer(o, device, ShapeTracker::fromShape(newShape), OpType::Reduce,
                           LazyOp::make(rop, {LazySrc(srcs[0])}, unbound), dtype());
 }
 
-LazyBufferRef LazyBuffer::r(Op rop, const Shape &newShape) {
+LazyBufferRef LazyBuffer::r(const GraphOptions &o, Op rop, const Shape &newShape) {
   bool hasZero = std::any_of(shape.begin(), shape.end(), [](const SInt &s) { return pyEq(s, 0); });
   if (!allInt(shape) || hasZero ||
-      floorDiv(prodInt(shape), prodInt(newShape)) < config().reduceSplitThreshold)
-    return reduceOp(rop, newShape);
+      floorDiv(prodInt(shape), prodInt(newShape)) < o.reduceSplitThreshold)
+    return reduceOp(o, rop, newShape);
   // choose the largest divisor (>=16) to split on, penalize large strides
   auto strides = st.realStrides();
   bool found = false;
@@ -461,7 +476,7 @@ LazyBufferRef LazyBuffer::r(Op rop, const Shape &newShape) {
       bestDim = static_cast<int64_t>(i);
     }
   }
-  if (!found || bestDiv < 16 || bestH < 0.1) return reduceOp(rop, newShape);
+  if (!found || bestDiv < 16 || bestH < 0.1) return reduceOp(o, rop, newShape);
   auto splitted = [&](std::vector<SInt> mid) {
     Shape s(shape.begin(), shape.begin() + bestDim);
     s.push_back(shape[bestDim].asInt() / bestDiv);
@@ -470,10 +485,10 @@ LazyBufferRef LazyBuffer::r(Op rop, const Shape &newShape) {
     return s;
   };
   LAZYJIT_LOG(Graph, 2, "reduce split: {} -> axis {} by {}", renderShape(shape), bestDim, bestDiv);
-  return reshape(splitted({SInt(bestDiv)}))
-      ->reduceOp(rop, splitted({SInt(1)}))
-      ->reshape(splitted({}))
-      ->reduceOp(rop, newShape);
+  return reshape(o, splitted({SInt(bestDiv)}))
+      ->reduceOp(o, rop, splitted({SInt(1)}))
+      ->reshape(o, splitted({}))
+      ->reduceOp(o, rop, newShape);
 }
 
 } // namespace lazyjit

@@ -229,7 +229,8 @@ LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySr
   return root;
 }
 
-LazyBufferRef LazyOp::replaceWithMovementOps(const std::vector<std::pair<Op, LazyOpArg>> &ops) const {
+LazyBufferRef LazyOp::replaceWithMovementOps(const GraphOptions &o,
+                                             const std::vector<std::pair<Op, LazyOpArg>> &ops) const {
   // The reference's recursion (each source in order: a buffer gets the movement ops, an op is
   // rebuilt first), with an explicit stack: a merged chain is as deep as it is long. A node the tree
   // shares (`x * x`) is rebuilt once; the reference rebuilds it per occurrence, which the lazy
@@ -249,7 +250,7 @@ LazyBufferRef LazyOp::replaceWithMovementOps(const std::vector<std::pair<Op, Laz
       const LazySrc &z = f.node->src[f.next];
       if (z.isBuffer()) {
         LazyBufferRef y = z.buf;
-        for (const auto &[mop, marg] : ops) y = y->movementOp(mop, marg);
+        for (const auto &[mop, marg] : ops) y = y->movementOp(o, mop, marg);
         f.srcs.push_back(std::move(y));
         ++f.next;
       } else if (auto it = done.find(z.op.get()); it != done.end()) {
@@ -263,7 +264,7 @@ LazyBufferRef LazyOp::replaceWithMovementOps(const std::vector<std::pair<Op, Laz
     Frame fin = std::move(f);
     stack.pop_back();
     std::vector<LazyBufferRef> rest(fin.srcs.begin() + 1, fin.srcs.end());
-    done.emplace(fin.node, fin.srcs[0]->e(fin.node->op, rest, fin.node->arg));
+    done.emplace(fin.node, fin.srcs[0]->e(o, fin.node->op, rest, fin.node->arg));
   }
   return done.at(this);
 }

@@ -2,7 +2,6 @@
 // permutes through reduces/expands/reshapes, pushing movement ops into childless elementwise ops,
 // and REMOVE_MOVEMENT_NOPS.
 #include "lazyjit/Graph/LazyBuffer.h"
-#include "lazyjit/Support/Config.h"
 
 #include <algorithm>
 #include <numeric>
@@ -24,49 +23,49 @@ LazyBuffer *getMovementRootContiguous(LazyBuffer *x) {
   return x;
 }
 
-LazyBufferRef LazyBuffer::movementOp(Op mop, const LazyOpArg &arg) {
+LazyBufferRef LazyBuffer::movementOp(const GraphOptions &o, Op mop, const LazyOpArg &arg) {
   switch (mop) {
-  case Op::Reshape: return reshape(std::get<Shape>(arg));
-  case Op::Expand: return expand(std::get<Shape>(arg));
-  case Op::Shrink: return shrink(std::get<PadArg>(arg));
-  case Op::Permute: return permute(std::get<std::vector<int64_t>>(arg));
-  case Op::Pad: return pad(std::get<PadArg>(arg));
-  case Op::Stride: return stride(std::get<std::vector<int64_t>>(arg));
+  case Op::Reshape: return reshape(o, std::get<Shape>(arg));
+  case Op::Expand: return expand(o, std::get<Shape>(arg));
+  case Op::Shrink: return shrink(o, std::get<PadArg>(arg));
+  case Op::Permute: return permute(o, std::get<std::vector<int64_t>>(arg));
+  case Op::Pad: return pad(o, std::get<PadArg>(arg));
+  case Op::Stride: return stride(o, std::get<std::vector<int64_t>>(arg));
   default: break;
   }
   LAZYJIT_INTERNAL_CHECK(false, "{} is not a movement op", opName(mop));
 }
 
-LazyBufferRef LazyBuffer::applyMovementOp(ShapeTracker nst, Op mop, LazyOpArg arg) {
-  FusionFlags f = FusionFlags::current();
+LazyBufferRef LazyBuffer::applyMovementOp(const GraphOptions &o, ShapeTracker nst, Op mop, LazyOpArg arg) {
+  const FusionFlags &f = o.fusion;
   if (f.shuffleMovementOps && !isRealized() && optype == OpType::Binary && childless()) {
     if (mop == Op::Shrink || mop == Op::Stride || mop == Op::Permute ||
         (mop == Op::Reshape && (opTypeOf(op->op) == OpType::Unary || f.pushReshapes)))
-      return op->replaceWithMovementOps({{mop, arg}});
+      return op->replaceWithMovementOps(o, {{mop, arg}});
   }
   if (f.removeMovementNops && !isRealized() && nst.contiguous()) {
     // MovementOps aren't stacked any more, they each have one parent, find the root
     LazyBuffer *root = getMovementRoot(this);
     if (root != this && root->st.contiguous() && pyEq(prod(nst.shape()), prod(root->shape)))
-      return root->reshape(nst.shape());
+      return root->reshape(o, nst.shape());
   }
-  return createLazyBuffer(device, std::move(nst), OpType::Movement,
+  return createLazyBuffer(o, device, std::move(nst), OpType::Movement,
                           LazyOp::make(mop, {LazySrc(self())}, std::move(arg)), dtype(),
                           baseShared());
 }
 
-LazyBufferRef LazyBuffer::reshape(const Shape &arg) {
+LazyBufferRef LazyBuffer::reshape(const GraphOptions &o, const Shape &arg) {
   if (shape == arg) return self();
   if (!isRealized() && op->op == Op::Reshape) {
     LazyBufferRef src = op->src[0].buf;
     // NOTE: this is only required in reshape and when pushing permutes (reference comment)
     src->discardChild(this);
-    return src->reshape(arg);
+    return src->reshape(o, arg);
   }
-  return applyMovementOp(st.reshape(arg), Op::Reshape, arg);
+  return applyMovementOp(o, st.reshape(arg, o.mergeView), Op::Reshape, arg);
 }
 
-LazyBufferRef LazyBuffer::pad(const PadArg &arg) {
+LazyBufferRef LazyBuffer::pad(const GraphOptions &o, const PadArg &arg) {
   if (std::all_of(arg.begin(), arg.end(),
                   [](const SIntPair &p) { return pyEq(p.first, 0) && pyEq(p.second, 0); }))
     return self();
@@ -75,18 +74,18 @@ LazyBufferRef LazyBuffer::pad(const PadArg &arg) {
     PadArg sum;
     for (size_t i = 0; i < arg.size(); ++i)
       sum.emplace_back(prev[i].first + arg[i].first, prev[i].second + arg[i].second);
-    return op->src[0].buf->pad(sum);
+    return op->src[0].buf->pad(o, sum);
   }
-  return applyMovementOp(st.pad(arg), Op::Pad, arg);
+  return applyMovementOp(o, st.pad(arg), Op::Pad, arg);
 }
 
-LazyBufferRef LazyBuffer::expand(const Shape &arg) {
+LazyBufferRef LazyBuffer::expand(const GraphOptions &o, const Shape &arg) {
   if (shape == arg) return self();
-  if (!isRealized() && op->op == Op::Expand) return op->src[0].buf->expand(arg);
-  return applyMovementOp(st.expand(arg), Op::Expand, arg);
+  if (!isRealized() && op->op == Op::Expand) return op->src[0].buf->expand(o, arg);
+  return applyMovementOp(o, st.expand(arg), Op::Expand, arg);
 }
 
-LazyBufferRef LazyBuffer::permute(const std::vector<int64_t> &arg) {
+LazyBufferRef LazyBuffer::permute(const GraphOptions &o, const std::vector<int64_t> &arg) {
   std::vector<int64_t> identity(shape.size());
   std::iota(identity.begin(), identity.end(), 0);
   if (arg == identity) return self();
@@ -94,9 +93,9 @@ LazyBufferRef LazyBuffer::permute(const std::vector<int64_t> &arg) {
     const auto &prev = std::get<std::vector<int64_t>>(op->arg);
     std::vector<int64_t> composed;
     for (int64_t i : arg) composed.push_back(prev.at(i));
-    return op->src[0].buf->permute(composed);
+    return op->src[0].buf->permute(o, composed);
   }
-  FusionFlags f = FusionFlags::current();
+  const FusionFlags &f = o.fusion;
   if (f.shuffleMovementOps && !isRealized()) {
     if (f.pushPermutes && optype == OpType::Reduce) {
       // reduceops have one buffer input, permute it
@@ -106,14 +105,14 @@ LazyBufferRef LazyBuffer::permute(const std::vector<int64_t> &arg) {
       LazyBufferRef src = op->src[0].buf;
       Op rop = op->op;
       src->discardChild(this);
-      return src->permute(arg)->r(rop, narg);
+      return src->permute(o, arg)->r(o, rop, narg);
     }
     // move permutes before expands (always, this is safe)
     if (op->op == Op::Expand) {
       const Shape &eshape = op->shapeArg();
       Shape narg;
       for (int64_t a : arg) narg.push_back(eshape.at(a));
-      return op->src[0].buf->permute(arg)->expand(narg);
+      return op->src[0].buf->permute(o, arg)->expand(o, narg);
     }
     // move permutes before reshapes if we can
     if (f.pushPermutes && op->op == Op::Reshape && op->src[0].isBuffer()) {
@@ -123,14 +122,14 @@ LazyBufferRef LazyBuffer::permute(const std::vector<int64_t> &arg) {
         src->discardChild(this);
         std::vector<int64_t> flat;
         for (int64_t i : arg) flat.insert(flat.end(), (*groups)[i].begin(), (*groups)[i].end());
-        return src->permute(flat)->reshape(st.permute(arg).shape());
+        return src->permute(o, flat)->reshape(o, st.permute(arg).shape());
       }
     }
   }
-  return applyMovementOp(st.permute(arg), Op::Permute, arg);
+  return applyMovementOp(o, st.permute(arg), Op::Permute, arg);
 }
 
-LazyBufferRef LazyBuffer::shrink(const PadArg &arg) {
+LazyBufferRef LazyBuffer::shrink(const GraphOptions &o, const PadArg &arg) {
   bool noop = true;
   for (size_t i = 0; i < shape.size() && i < arg.size(); ++i)
     noop = noop && pyEq(arg[i].second - arg[i].first, shape[i]);
@@ -140,20 +139,20 @@ LazyBufferRef LazyBuffer::shrink(const PadArg &arg) {
     PadArg composed;
     for (size_t i = 0; i < arg.size(); ++i)
       composed.emplace_back(prev[i].first + arg[i].first, prev[i].first + arg[i].second);
-    return op->src[0].buf->shrink(composed);
+    return op->src[0].buf->shrink(o, composed);
   }
-  return applyMovementOp(st.shrink(arg), Op::Shrink, arg);
+  return applyMovementOp(o, st.shrink(arg), Op::Shrink, arg);
 }
 
-LazyBufferRef LazyBuffer::stride(const std::vector<int64_t> &arg) {
+LazyBufferRef LazyBuffer::stride(const GraphOptions &o, const std::vector<int64_t> &arg) {
   if (std::all_of(arg.begin(), arg.end(), [](int64_t a) { return a == 1; })) return self();
   if (!isRealized() && op->op == Op::Stride) {
     const auto &prev = std::get<std::vector<int64_t>>(op->arg);
     std::vector<int64_t> mul;
     for (size_t i = 0; i < arg.size(); ++i) mul.push_back(arg[i] * prev.at(i));
-    return op->src[0].buf->stride(mul);
+    return op->src[0].buf->stride(o, mul);
   }
-  return applyMovementOp(st.stride(arg), Op::Stride, arg);
+  return applyMovementOp(o, st.stride(arg), Op::Stride, arg);
 }
 
 } // namespace lazyjit

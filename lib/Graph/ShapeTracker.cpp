@@ -1,7 +1,6 @@
 // ShapeTracker: movement ops on a stack of views, index/validity expressions, real strides and view
 // merging (reference shape/shapetracker.py).
 #include "lazyjit/Graph/ShapeTracker.h"
-#include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Math.h"
 
 #include <algorithm>
@@ -118,11 +117,11 @@ ShapeTracker ShapeTracker::stride(const std::vector<int64_t> &mul) const {
   return replaceLast(*this, views.back().stride(mul));
 }
 
-ShapeTracker ShapeTracker::reshape(const Shape &newShape) const {
-  if (config().mergeView)
+ShapeTracker ShapeTracker::reshape(const Shape &newShape, bool mergeView) const {
+  if (mergeView)
     if (auto v = views.back().reshape(newShape)) return replaceLast(*this, *v);
   // The size check of View::reshape runs in both paths so a bad reshape always throws.
-  if (!config().mergeView) (void)views.back().reshape(newShape);
+  if (!mergeView) (void)views.back().reshape(newShape);
   ShapeTracker out = *this;
   out.views.push_back(View::create(newShape));
   return out;

@@ -151,7 +151,7 @@ private:
 class CPUDevice : public CompilingDevice {
 public:
   explicit CPUDevice(const std::string &name) : CompilingDevice(name, counters()) {
-    target = TargetSpec::host();
+    target = TargetSpec::host(config().llvmOptLevel);
     JIT::get();
   }
 

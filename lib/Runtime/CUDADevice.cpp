@@ -220,7 +220,7 @@ public:
     d.cuMemGetInfo(&freeMem, &info.totalMemory);
     info.arch = cudaArchFor(info.major, info.minor, config().cudaArch);
     info.ptxFeatures = cudaPtxFeaturesFor(info.driverVersion);
-    target = TargetSpec::nvptx(info.arch);
+    target = TargetSpec::nvptx(info.arch, config().llvmOptLevel);
     target.features = info.ptxFeatures;
     allocator_ = std::make_unique<CUDAAllocator>(c, this->name());
     LAZYJIT_LOG(Runtime, 1, "{}: {} (compute capability {}.{}, {} SMs, {}), PTX for {} {}", this->name(), info.name,

@@ -2,6 +2,7 @@
 #include "CompilingDevice.h"
 #include "lazyjit/Runtime/KernelCache.h"
 #include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/Support/Logging.h"
 
@@ -16,6 +17,7 @@ namespace lazyjit {
 std::string CompilingDevice::diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const {
   std::string key = fmt::format("lazyjit-{}-v2\n{}\nnoopt={}\n", diskCacheName(), target.key(), opts.noopt ? 1 : 0);
   if (boundsMatter()) key += fmt::format("bounds={}\n", boundsChecking(opts) ? 1 : 0);
+  if (!opts.mergeView) key += "mergeView=0\n";
   return key + astKey(ast);
 }
 
@@ -43,8 +45,10 @@ KernelCode CompilingDevice::produce(const LazyOpRef &ast, const CompileOptions &
 }
 
 std::vector<std::shared_ptr<Program>> CompilingDevice::compileAll(const std::vector<LazyOpRef> &asts) {
-  const CompileOptions opts = CompileOptions::fromConfig();
-  auto keyOf = [&](const LazyOpRef &ast) { return ProgramKey{ast, opts.noopt, opts.bounds && boundsMatter()}; };
+  const CompileOptions opts = CompileOptions::from(config());
+  auto keyOf = [&](const LazyOpRef &ast) {
+    return ProgramKey{ast, opts.noopt, opts.bounds && boundsMatter(), opts.mergeView};
+  };
   std::vector<std::shared_ptr<Program>> out(asts.size());
   std::vector<size_t> todo;
   {

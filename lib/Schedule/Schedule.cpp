@@ -216,7 +216,8 @@ LazyOpRef rowFuseReduce(const LazyOpRef &reduce, const LazyBuffer &buf, const Fu
 // _ast_binaryops: late-merges one upstream reduce (and the elementwise op above it) into the
 // elementwise kernel that consumes it.
 LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::string &device,
-                       const FusionFlags &flags) {
+                       const GraphOptions &o) {
+  const FusionFlags &flags = o.fusion;
   if (flags.rowFusion && rowKernelDevice(device)) {
     RowFusion rows(shape, flags);
     LazyOpRef fused = rows.inlineBroadcasts(opRef);
@@ -270,7 +271,7 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
   // reshape all the late ops into the output shape
   BufferMap mapping;
   for (auto &[b, src] : realSrcs) {
-    if (!src) src = LazySrc(const_cast<LazyBuffer *>(b)->reshape(intermediate));
+    if (!src) src = LazySrc(const_cast<LazyBuffer *>(b)->reshape(o, intermediate));
     mapping.emplace(b, *src);
   }
   for (auto &[b, src] : extra) mapping.emplace(b, src);
@@ -442,11 +443,8 @@ void registerRowKernelDevice(const std::string &device) { rowKernelDevices().ins
 
 bool rowKernelDevice(const std::string &device) { return rowKernelDevices().count(deviceKind(device)) != 0; }
 
-std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
-  return schedule(out, seen, FusionFlags::current());
-}
-
-std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const FusionFlags &flags) {
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const GraphOptions &o) {
+  const FusionFlags &flags = o.fusion;
   // The reference's recursion (schedule the sources, then this buffer) with an explicit stack:
   // a chain of a million kernels must not need a million native frames.
   struct Frame {
@@ -464,7 +462,7 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, cons
     }
     LazyOpRef op = b->op;
     if (b->optype == OpType::Binary)
-      op = astBinaryOps(op, b->shape, b->device, flags);
+      op = astBinaryOps(op, b->shape, b->device, o);
     else if (b->optype == OpType::Reduce)
       op = rowFuseReduce(astReduceOps(*op, flags), *b, flags);
     stack.push_back(Frame{std::move(b), std::move(op)});
@@ -487,17 +485,11 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, cons
   return ret;
 }
 
-std::vector<ScheduleItem> schedule(const LazyBufferRef &out) {
+std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs, const GraphOptions &o) {
   SeenSet seen;
-  return schedule(out, seen);
-}
-
-std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs) {
-  SeenSet seen;
-  FusionFlags flags = FusionFlags::current();
   std::vector<ScheduleItem> ret;
-  for (const auto &o : outs) {
-    auto s = schedule(o, seen, flags);
+  for (const auto &out : outs) {
+    auto s = schedule(out, seen, o);
     ret.insert(ret.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
   }
   return ret;

@@ -45,6 +45,7 @@ Tensor Function::apply(std::shared_ptr<Function> fn, std::vector<Tensor> inputs)
     std::vector<LazyBufferRef> lbs;
     lbs.reserve(inputs.size());
     for (const Tensor &t : inputs) lbs.push_back(t.lazydata());
+    fn->opts = configuredGraphOptions();
     out = fn->forward(lbs);
   }
   Tensor ret(std::move(out), fn->device_, requiresGrad);
@@ -147,6 +148,7 @@ Tensor &Tensor::backward() {
                        "backward: no gradient reached the output of {}, which requires one: it "
                        "was only used where gradients do not flow (such as the condition of a "
                        "where); detach() it", ctx->name());
+    ctx->opts = configuredGraphOptions();
     std::vector<LazyBufferRef> grads = ctx->backward(t0.grad->lazydata);
     const auto &parents = ctx->parents();
     LAZYJIT_USER_CHECK(grads.size() == parents.size(), Error,

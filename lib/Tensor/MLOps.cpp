@@ -21,14 +21,14 @@ using Bufs = std::vector<LazyBufferRef>;
 
 struct ContiguousFn : Function {
   std::string_view name() const override { return "Contiguous"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->contiguous(); }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->contiguous(opts); }
   Bufs backward(const LazyBufferRef &g) override { return {g}; }
 };
 
 struct ContiguousBackwardFn : Function {
   std::string_view name() const override { return "ContiguousBackward"; }
   LazyBufferRef forward(const Bufs &in) override { return in[0]; }
-  Bufs backward(const LazyBufferRef &g) override { return {g->contiguous()}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->contiguous(opts)}; }
 };
 
 struct CastFn : Function {
@@ -38,21 +38,21 @@ struct CastFn : Function {
   std::string_view name() const override { return "Cast"; }
   LazyBufferRef forward(const Bufs &in) override {
     inputDType = in[0]->dtype();
-    return in[0]->cast(dtype, bitcast);
+    return in[0]->cast(opts, dtype, bitcast);
   }
-  Bufs backward(const LazyBufferRef &g) override { return {g->cast(inputDType, bitcast)}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->cast(opts, inputDType, bitcast)}; }
 };
 
 struct ZeroFn : Function {
   std::string_view name() const override { return "Zero"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->constLike(0); }
-  Bufs backward(const LazyBufferRef &g) override { return {g->constLike(0)}; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->constLike(opts, 0); }
+  Bufs backward(const LazyBufferRef &g) override { return {g->constLike(opts, 0)}; }
 };
 
 struct NegFn : Function {
   std::string_view name() const override { return "Neg"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(Op::Neg); }
-  Bufs backward(const LazyBufferRef &g) override { return {g->e(Op::Neg)}; }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, Op::Neg); }
+  Bufs backward(const LazyBufferRef &g) override { return {g->e(opts, Op::Neg)}; }
 };
 
 struct SinFn : Function {
@@ -60,14 +60,14 @@ struct SinFn : Function {
   std::string_view name() const override { return "Sin"; }
   LazyBufferRef forward(const Bufs &in) override {
     x = in[0];
-    return x->e(Op::Sin);
+    return x->e(opts, Op::Sin);
   }
   Bufs backward(const LazyBufferRef &g) override {
     // x.const(pi/2).e(SUB, x).e(SIN).e(MUL, grad)
-    LazyBufferRef t = x->constLike(M_PI / 2);
-    t = t->e(Op::Sub, {x});
-    t = t->e(Op::Sin);
-    t = t->e(Op::Mul, {g});
+    LazyBufferRef t = x->constLike(opts, M_PI / 2);
+    t = t->e(opts, Op::Sub, {x});
+    t = t->e(opts, Op::Sin);
+    t = t->e(opts, Op::Mul, {g});
     return {t};
   }
 };
@@ -77,15 +77,15 @@ struct ReluFn : Function {
   LazyBufferRef ret;
   std::string_view name() const override { return "Relu"; }
   LazyBufferRef forward(const Bufs &in) override {
-    LazyBufferRef zero = in[0]->constLike(0);
-    ret = in[0]->e(Op::Max, {zero});
+    LazyBufferRef zero = in[0]->constLike(opts, 0);
+    ret = in[0]->e(opts, Op::Max, {zero});
     return ret;
   }
   Bufs backward(const LazyBufferRef &g) override {
     // ret.const(0).e(CMPLT, ret).e(MUL, grad)
-    LazyBufferRef t = ret->constLike(0);
-    t = t->e(Op::CmpLt, {ret});
-    t = t->e(Op::Mul, {g});
+    LazyBufferRef t = ret->constLike(opts, 0);
+    t = t->e(opts, Op::CmpLt, {ret});
+    t = t->e(opts, Op::Mul, {g});
     return {t};
   }
 };
@@ -96,11 +96,11 @@ struct LogFn : Function {
   LazyBufferRef forward(const Bufs &in) override {
     x = in[0];
     // x.e(LOG2).e(MUL, x.const(log(2)))
-    LazyBufferRef t = x->e(Op::Log2);
-    LazyBufferRef c = x->constLike(std::log(2.0));
-    return t->e(Op::Mul, {c});
+    LazyBufferRef t = x->e(opts, Op::Log2);
+    LazyBufferRef c = x->constLike(opts, std::log(2.0));
+    return t->e(opts, Op::Mul, {c});
   }
-  Bufs backward(const LazyBufferRef &g) override { return {g->e(Op::Div, {x})}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->e(opts, Op::Div, {x})}; }
 };
 
 struct ExpFn : Function {
@@ -108,28 +108,28 @@ struct ExpFn : Function {
   std::string_view name() const override { return "Exp"; }
   LazyBufferRef forward(const Bufs &in) override {
     // x.e(MUL, x.const(1/log(2))).e(EXP2)
-    LazyBufferRef c = in[0]->constLike(1 / std::log(2.0));
-    LazyBufferRef t = in[0]->e(Op::Mul, {c});
+    LazyBufferRef c = in[0]->constLike(opts, 1 / std::log(2.0));
+    LazyBufferRef t = in[0]->e(opts, Op::Mul, {c});
     c.reset();
-    ret = t->e(Op::Exp2);
+    ret = t->e(opts, Op::Exp2);
     return ret;
   }
-  Bufs backward(const LazyBufferRef &g) override { return {ret->e(Op::Mul, {g})}; }
+  Bufs backward(const LazyBufferRef &g) override { return {ret->e(opts, Op::Mul, {g})}; }
 };
 
 struct SqrtFn : Function {
   LazyBufferRef ret;
   std::string_view name() const override { return "Sqrt"; }
   LazyBufferRef forward(const Bufs &in) override {
-    ret = in[0]->e(Op::Sqrt);
+    ret = in[0]->e(opts, Op::Sqrt);
     return ret;
   }
   Bufs backward(const LazyBufferRef &g) override {
     // grad.e(DIV, ret.e(MUL, ret.const(2)))
-    LazyBufferRef two = ret->constLike(2);
-    LazyBufferRef d = ret->e(Op::Mul, {two});
+    LazyBufferRef two = ret->constLike(opts, 2);
+    LazyBufferRef d = ret->e(opts, Op::Mul, {two});
     two.reset();
-    return {g->e(Op::Div, {d})};
+    return {g->e(opts, Op::Div, {d})};
   }
 };
 
@@ -140,26 +140,26 @@ struct SigmoidFn : Function {
   LazyBufferRef forward(const Bufs &in) override {
     const LazyBufferRef &l = in[0];
     // x.const(1).e(DIV, x.const(1).e(ADD, x.e(MUL, x.const(-1/log(2))).e(EXP2))), in that order
-    LazyBufferRef one = l->constLike(1);
-    LazyBufferRef one2 = l->constLike(1);
-    LazyBufferRef c = l->constLike(-1 / std::log(2.0));
-    LazyBufferRef ex = l->e(Op::Mul, {c});
+    LazyBufferRef one = l->constLike(opts, 1);
+    LazyBufferRef one2 = l->constLike(opts, 1);
+    LazyBufferRef c = l->constLike(opts, -1 / std::log(2.0));
+    LazyBufferRef ex = l->e(opts, Op::Mul, {c});
     c.reset();
-    ex = ex->e(Op::Exp2);
-    LazyBufferRef den = one2->e(Op::Add, {ex});
+    ex = ex->e(opts, Op::Exp2);
+    LazyBufferRef den = one2->e(opts, Op::Add, {ex});
     ex.reset();
     one2.reset();
-    ret = one->e(Op::Div, {den});
+    ret = one->e(opts, Op::Div, {den});
     return ret;
   }
   Bufs backward(const LazyBufferRef &g) override {
     // ret.e(MUL, ret.const(1).e(SUB, ret)).e(MUL, grad)
-    LazyBufferRef one = ret->constLike(1);
-    LazyBufferRef s = one->e(Op::Sub, {ret});
+    LazyBufferRef one = ret->constLike(opts, 1);
+    LazyBufferRef s = one->e(opts, Op::Sub, {ret});
     one.reset();
-    LazyBufferRef t = ret->e(Op::Mul, {s});
+    LazyBufferRef t = ret->e(opts, Op::Mul, {s});
     s.reset();
-    t = t->e(Op::Mul, {g});
+    t = t->e(opts, Op::Mul, {g});
     return {t};
   }
 };
@@ -171,12 +171,12 @@ struct NoGradBinaryFn : Function {
   Op op;
   explicit NoGradBinaryFn(Op o) : op(o) {}
   std::string_view name() const override { return op == Op::CmpLt ? "Less" : "Xor"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(op, {in[1]}); }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, op, {in[1]}); }
 };
 
 struct AddFn : Function {
   std::string_view name() const override { return "Add"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(Op::Add, {in[1]}); }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, Op::Add, {in[1]}); }
   Bufs backward(const LazyBufferRef &g) override {
     return {needsInputGrad(0) ? g : nullptr, needsInputGrad(1) ? g : nullptr};
   }
@@ -184,10 +184,10 @@ struct AddFn : Function {
 
 struct SubFn : Function {
   std::string_view name() const override { return "Sub"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(Op::Sub, {in[1]}); }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, Op::Sub, {in[1]}); }
   Bufs backward(const LazyBufferRef &g) override {
     LazyBufferRef a = needsInputGrad(0) ? g : nullptr;
-    LazyBufferRef b = needsInputGrad(1) ? g->e(Op::Neg) : nullptr;
+    LazyBufferRef b = needsInputGrad(1) ? g->e(opts, Op::Neg) : nullptr;
     return {a, b};
   }
 };
@@ -198,11 +198,11 @@ struct MulFn : Function {
   LazyBufferRef forward(const Bufs &in) override {
     x = in[0];
     y = in[1];
-    return x->e(Op::Mul, {y});
+    return x->e(opts, Op::Mul, {y});
   }
   Bufs backward(const LazyBufferRef &g) override {
-    LazyBufferRef a = needsInputGrad(0) ? y->e(Op::Mul, {g}) : nullptr;
-    LazyBufferRef b = needsInputGrad(1) ? x->e(Op::Mul, {g}) : nullptr;
+    LazyBufferRef a = needsInputGrad(0) ? y->e(opts, Op::Mul, {g}) : nullptr;
+    LazyBufferRef b = needsInputGrad(1) ? x->e(opts, Op::Mul, {g}) : nullptr;
     return {a, b};
   }
 };
@@ -213,17 +213,17 @@ struct DivFn : Function {
   LazyBufferRef forward(const Bufs &in) override {
     x = in[0];
     y = in[1];
-    return x->e(Op::Div, {y});
+    return x->e(opts, Op::Div, {y});
   }
   Bufs backward(const LazyBufferRef &g) override {
-    LazyBufferRef a = needsInputGrad(0) ? g->e(Op::Div, {y}) : nullptr;
+    LazyBufferRef a = needsInputGrad(0) ? g->e(opts, Op::Div, {y}) : nullptr;
     LazyBufferRef b;
     if (needsInputGrad(1)) {
       // grad.e(NEG).e(MUL, x).e(DIV, y.e(MUL, y))
-      b = g->e(Op::Neg);
-      b = b->e(Op::Mul, {x});
-      LazyBufferRef yy = y->e(Op::Mul, {y});
-      b = b->e(Op::Div, {yy});
+      b = g->e(opts, Op::Neg);
+      b = b->e(opts, Op::Mul, {x});
+      LazyBufferRef yy = y->e(opts, Op::Mul, {y});
+      b = b->e(opts, Op::Div, {yy});
     }
     return {a, b};
   }
@@ -236,17 +236,17 @@ struct WhereFn : Function {
   std::string_view name() const override { return "Where"; }
   LazyBufferRef forward(const Bufs &in) override {
     x = in[0];
-    return x->e(Op::Where, {in[1], in[2]});
+    return x->e(opts, Op::Where, {in[1], in[2]});
   }
   Bufs backward(const LazyBufferRef &g) override {
     LazyBufferRef b, c;
     if (needsInputGrad(1)) {
-      LazyBufferRef zero = g->constLike(0);
-      b = x->e(Op::Where, {g, zero});
+      LazyBufferRef zero = g->constLike(opts, 0);
+      b = x->e(opts, Op::Where, {g, zero});
     }
     if (needsInputGrad(2)) {
-      LazyBufferRef zero = g->constLike(0);
-      c = x->e(Op::Where, {zero, g});
+      LazyBufferRef zero = g->constLike(opts, 0);
+      c = x->e(opts, Op::Where, {zero, g});
     }
     return {nullptr, b, c};
   }
@@ -260,9 +260,9 @@ struct SumFn : Function {
   std::string_view name() const override { return "Sum"; }
   LazyBufferRef forward(const Bufs &in) override {
     inputShape = in[0]->shape;
-    return in[0]->r(Op::Sum, newShape);
+    return in[0]->r(opts, Op::Sum, newShape);
   }
-  Bufs backward(const LazyBufferRef &g) override { return {g->expand(inputShape)}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->expand(opts, inputShape)}; }
 };
 
 struct MaxFn : Function {
@@ -272,26 +272,26 @@ struct MaxFn : Function {
   std::string_view name() const override { return "Max"; }
   LazyBufferRef forward(const Bufs &in) override {
     x = in[0];
-    ret = x->r(Op::ReduceMax, newShape);
+    ret = x->r(opts, Op::ReduceMax, newShape);
     return ret;
   }
   Bufs backward(const LazyBufferRef &g) override {
     // 1s in locations where the max was chosen (can be two locations):
     // max_is_1s = x.const(1.0).e(SUB, x.e(CMPLT, ret.expand(x.shape)))
-    LazyBufferRef one = x->constLike(1.0);
-    LazyBufferRef ex = ret->expand(x->shape);
-    LazyBufferRef lt = x->e(Op::CmpLt, {ex});
+    LazyBufferRef one = x->constLike(opts, 1.0);
+    LazyBufferRef ex = ret->expand(opts, x->shape);
+    LazyBufferRef lt = x->e(opts, Op::CmpLt, {ex});
     ex.reset();
-    LazyBufferRef maxIs1s = one->e(Op::Sub, {lt});
+    LazyBufferRef maxIs1s = one->e(opts, Op::Sub, {lt});
     one.reset();
     lt.reset();
     // div = max_is_1s.r(SUM, grad.shape).expand(x.shape)
-    LazyBufferRef div = maxIs1s->r(Op::Sum, g->shape);
-    div = div->expand(x->shape);
+    LazyBufferRef div = maxIs1s->r(opts, Op::Sum, g->shape);
+    div = div->expand(opts, x->shape);
     // max_is_1s.e(DIV, div).e(MUL, grad.expand(x.shape))
-    LazyBufferRef out = maxIs1s->e(Op::Div, {div});
-    LazyBufferRef ge = g->expand(x->shape);
-    out = out->e(Op::Mul, {ge});
+    LazyBufferRef out = maxIs1s->e(opts, Op::Div, {div});
+    LazyBufferRef ge = g->expand(opts, x->shape);
+    out = out->e(opts, Op::Mul, {ge});
     return {out};
   }
 };
@@ -305,9 +305,9 @@ struct ExpandFn : Function {
   std::string_view name() const override { return "Expand"; }
   LazyBufferRef forward(const Bufs &in) override {
     inputShape = in[0]->shape;
-    return in[0]->expand(shape);
+    return in[0]->expand(opts, shape);
   }
-  Bufs backward(const LazyBufferRef &g) override { return {g->r(Op::Sum, inputShape)}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->r(opts, Op::Sum, inputShape)}; }
 };
 
 struct ReshapeFn : Function {
@@ -316,21 +316,21 @@ struct ReshapeFn : Function {
   std::string_view name() const override { return "Reshape"; }
   LazyBufferRef forward(const Bufs &in) override {
     inputShape = in[0]->shape;
-    return in[0]->reshape(shape);
+    return in[0]->reshape(opts, shape);
   }
-  Bufs backward(const LazyBufferRef &g) override { return {g->reshape(inputShape)}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->reshape(opts, inputShape)}; }
 };
 
 struct PermuteFn : Function {
   std::vector<int64_t> order;
   explicit PermuteFn(std::vector<int64_t> o) : order(std::move(o)) {}
   std::string_view name() const override { return "Permute"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->permute(order); }
+  LazyBufferRef forward(const Bufs &in) override { return in[0]->permute(opts, order); }
   Bufs backward(const LazyBufferRef &g) override {
     // argsort(order)
     std::vector<int64_t> inv(order.size());
     for (size_t i = 0; i < order.size(); ++i) inv[order[i]] = static_cast<int64_t>(i);
-    return {g->permute(inv)};
+    return {g->permute(opts, inv)};
   }
 };
 
@@ -340,9 +340,9 @@ struct PadFn : Function {
   std::string_view name() const override { return "Pad"; }
   LazyBufferRef forward(const Bufs &in) override {
     for (size_t i = 0; i < arg.size(); ++i) narg.emplace_back(arg[i].first, in[0]->shape[i] + arg[i].first);
-    return in[0]->pad(arg);
+    return in[0]->pad(opts, arg);
   }
-  Bufs backward(const LazyBufferRef &g) override { return {g->shrink(narg)}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->shrink(opts, narg)}; }
 };
 
 struct ShrinkFn : Function {
@@ -351,14 +351,14 @@ struct ShrinkFn : Function {
   std::string_view name() const override { return "Shrink"; }
   LazyBufferRef forward(const Bufs &in) override {
     for (size_t i = 0; i < arg.size(); ++i) narg.emplace_back(arg[i].first, in[0]->shape[i] - arg[i].second);
-    return in[0]->shrink(arg);
+    return in[0]->shrink(opts, arg);
   }
   Bufs backward(const LazyBufferRef &g) override {
     for (const auto &[a, b] : narg)
       LAZYJIT_USER_CHECK(a.isInt() && b.isInt(), UnsupportedError,
                          "backward: Shrink: a symbolic shrink has no backward (the pad back to the "
                          "input would be symbolic); detach() the shrunk tensor");
-    return {g->pad(narg)};
+    return {g->pad(opts, narg)};
   }
 };
 
@@ -369,9 +369,9 @@ struct FlipFn : Function {
   LazyBufferRef forward(const Bufs &in) override {
     arg.assign(in[0]->shape.size(), 1);
     for (int64_t a : axis) arg[a] = -1;
-    return in[0]->stride(arg);
+    return in[0]->stride(opts, arg);
   }
-  Bufs backward(const LazyBufferRef &g) override { return {g->stride(arg)}; }
+  Bufs backward(const LazyBufferRef &g) override { return {g->stride(opts, arg)}; }
 };
 
 template <typename F, typename... A> Tensor applyFn(std::vector<Tensor> in, A &&...args) {

@@ -76,7 +76,8 @@ Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device,
     return;
   }
   std::string dev = canonicalizeDevice(*device);
-  impl->lazydata = lazydata->device == dev ? std::move(lazydata) : lazydata->copyToDevice(dev);
+  impl->lazydata =
+      lazydata->device == dev ? std::move(lazydata) : lazydata->copyToDevice(configuredGraphOptions(), dev);
 }
 
 Index Index::of(const Tensor &t) {
@@ -124,8 +125,8 @@ double wrapIntConst(double v, DType dt) {
 Tensor Tensor::scalar(double value, const TensorOptions &opts) {
   std::string dev = resolveDevice("scalar", opts.device);
   DType dt = opts.dtype.value_or(dtypes::float32);
-  return Tensor(LazyBuffer::loadop(Op::LoadConst, {}, dt, dev, wrapIntConst(value, dt)), std::nullopt,
-                opts.requiresGrad);
+  return Tensor(LazyBuffer::loadop(configuredGraphOptions(), Op::LoadConst, {}, dt, dev, wrapIntConst(value, dt)),
+                std::nullopt, opts.requiresGrad);
 }
 
 static void checkDefined(const std::shared_ptr<TensorImpl> &impl) {
@@ -169,6 +170,23 @@ std::string Tensor::repr() const {
 
 NodeRef Variable(const std::string &name, int64_t min, int64_t max) {
   return variable(name, min, max);
+}
+
+// ---- graph options and scheduling ------------------------------------------------------------------
+
+GraphOptions configuredGraphOptions() { return GraphOptions::from(config()); }
+
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen) {
+  return schedule(out, seen, configuredGraphOptions());
+}
+
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out) {
+  SeenSet seen;
+  return schedule(out, seen);
+}
+
+std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs) {
+  return scheduleMany(outs, configuredGraphOptions());
 }
 
 // ---- data handlers ------------------------------------------------------------------------------
@@ -298,7 +316,8 @@ Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
 
 Tensor TensorInternals::loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg) {
   std::string dev = resolveDevice(op == Op::Empty ? "empty" : "rand", opts.device);
-  return Tensor(LazyBuffer::loadop(op, {size}, opts.dtype.value_or(dtypes::float32), dev, std::move(arg)),
+  return Tensor(LazyBuffer::loadop(configuredGraphOptions(), op, {size}, opts.dtype.value_or(dtypes::float32), dev,
+                                   std::move(arg)),
                 std::nullopt, opts.requiresGrad);
 }
 

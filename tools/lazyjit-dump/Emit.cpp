@@ -12,6 +12,7 @@
 #include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Runtime/ThreadPool.h"
 #include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Support/Config.h"
 
 #include <cstring>
 #include <map>
@@ -252,7 +253,7 @@ TargetSpec ptxTarget(const DumpContext &ctx) {
   const DumpOptions &o = ctx.opts;
   if (o.target.empty() && o.device.rfind("CUDA", 0) == 0) {
     CUDADeviceInfo info = cudaDeviceInfo(o.device);
-    TargetSpec t = TargetSpec::nvptx(info.arch);
+    TargetSpec t = TargetSpec::nvptx(info.arch, config().llvmOptLevel);
     t.features = info.ptxFeatures;
     return t;
   }
@@ -262,7 +263,7 @@ TargetSpec ptxTarget(const DumpContext &ctx) {
                     "or --device=CUDA" +
                         (o.target.empty() ? std::string() : ", not --target=" + o.target),
                     1);
-  return TargetSpec::nvptx(o.mcpu.empty() ? "sm_90" : o.mcpu);
+  return TargetSpec::nvptx(o.mcpu.empty() ? "sm_90" : o.mcpu, config().llvmOptLevel);
 }
 
 // Each kernel's PTX after a `// kernel <i> <name> grid=[x, y, z] block=[x, y, z] shared=<bytes>`
@@ -271,10 +272,10 @@ void emitPtx(DumpContext &ctx) {
   TargetSpec target = ptxTarget(ctx);
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
-    KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
+    KernelSignature sig = describeKernel(ast, target, CompileOptions::from(config()));
     ctx.out << "// kernel " << k++ << " " << sig.name << " grid=" << shapeText(sig.globalSize)
             << " block=" << shapeText(sig.localSize) << " shared=" << sig.sharedBytes << "\n"
-            << emitKernelText(ast, target, CompileOptions::fromConfig(), IRStage::Asm);
+            << emitKernelText(ast, target, CompileOptions::from(config()), IRStage::Asm);
   }
 }
 
@@ -285,7 +286,7 @@ TargetSpec codegenTarget(const DumpContext &ctx) {
   const DumpOptions &o = ctx.opts;
   if (!o.target.empty() && o.target.rfind("nvptx64", 0) == 0) return ptxTarget(ctx);
   if (o.device.rfind("CUDA", 0) == 0) return ptxTarget(ctx);
-  TargetSpec t = TargetSpec::host();
+  TargetSpec t = TargetSpec::host(config().llvmOptLevel);
   if (!o.target.empty() && o.target != t.triple)
     throw ToolError("lazyjit-dump: error: unsupported --target=" + o.target +
                         " (supported: the host triple " + t.triple + ", nvptx64)",
@@ -299,14 +300,14 @@ void emitKernel(DumpContext &ctx) {
   TargetSpec target = codegenTarget(ctx);
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
-    KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
+    KernelSignature sig = describeKernel(ast, target, CompileOptions::from(config()));
     ctx.out << "# kernel " << k++ << "\n" << sig.kernelSummary << "\n";
     if (target.kind == TargetSpec::Kind::NVPTX)
       ctx.out << "  launch grid=" << shapeText(sig.globalSize)
               << " block=" << shapeText(sig.localSize) << " shared=" << sig.sharedBytes << "\n";
     else {
       // CPU: the outermost loop is split across the thread pool
-      Kernel kern = buildKernel(ast, target, CompileOptions::fromConfig());
+      Kernel kern = buildKernel(ast, target, CompileOptions::from(config()));
       SInt outer = kern.firstReduce() > 0 ? kern.fullShape()[0] : SInt(1);
       ctx.out << "  launch outer_range=" << outer.render()
               << " threads=" << ThreadPool::global().size() << "\n";
@@ -318,12 +319,12 @@ void emitIR(DumpContext &ctx, IRStage stage) {
   TargetSpec target = codegenTarget(ctx);
   int k = 0;
   for (const auto &ast : kernelAsts(ctx)) {
-    KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
+    KernelSignature sig = describeKernel(ast, target, CompileOptions::from(config()));
     const char *comment = stage == IRStage::Loops ? ""
                           : stage == IRStage::Asm ? (target.kind == TargetSpec::Kind::NVPTX ? "// " : "# ")
                                                   : "; ";
     ctx.out << comment << "kernel " << k++ << " " << sig.name << "\n"
-            << emitKernelText(ast, target, CompileOptions::fromConfig(), stage);
+            << emitKernelText(ast, target, CompileOptions::from(config()), stage);
   }
 }
 

@@ -267,8 +267,8 @@ public:
     ProgramKey key{ast, config().noopt};
     if (auto it = programs.find(key); it != programs.end()) return it->second;
     TargetSpec target = TargetSpec::nvptx("sm_90");
-    KernelSignature sig = describeKernel(ast, target, CompileOptions::fromConfig());
-    std::string ir = emitKernelText(ast, target, CompileOptions::fromConfig(), IRStage::LLVM);
+    KernelSignature sig = describeKernel(ast, target, CompileOptions::from(config()));
+    std::string ir = emitKernelText(ast, target, CompileOptions::from(config()), IRStage::LLVM);
     auto ctx = std::make_unique<LLVMContext>();
     SMDiagnostic diag;
     std::unique_ptr<Module> m = parseIR(MemoryBufferRef(ir, sig.name), diag, *ctx);

@@ -32,7 +32,7 @@ std::vector<float> runWith(bool noopt, const std::function<Tensor()> &build, std
   if (opts)
     for (const auto &si : schedule(t.lazydata()))
       if (si.isKernel()) {
-        auto sig = describeKernel(si.ast, TargetSpec::host(), CompileOptions::fromConfig());
+        auto sig = describeKernel(si.ast, TargetSpec::host(), CompileOptions::from(config()));
         opts->insert(opts->end(), sig.opts.begin(), sig.opts.end());
       }
   return t.toVector<float>();
@@ -112,7 +112,7 @@ TEST_CASE("CPU optimizations: a matmul kernel is tiled and its options are repor
   Tensor a = Tensor::empty({256, 256}), b = Tensor::empty({256, 256});
   auto sched = schedule(a.matmul(b).lazydata());
   REQUIRE(sched.back().isKernel());
-  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
   REQUIRE(sig.opts.size() >= 2);
   CHECK(sig.opts[0].op == OptOp::Upcast);
   CHECK(sig.opts[1].op == OptOp::Upcast);
@@ -134,7 +134,7 @@ TEST_CASE("CPU optimizations: a matmul times a mask of its output's shape keeps 
     Tensor y = (transposed ? a.matmul(b.transpose(0, 1)) : a.matmul(b)).mul(m);
     auto sched = schedule(y.lazydata());
     REQUIRE(sched.back().isKernel());
-    KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
+    KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
     std::set<int64_t> upcastAxes;
     for (const auto &o : sig.opts)
       if (o.op == OptOp::Upcast) upcastAxes.insert(o.axis);
@@ -156,9 +156,9 @@ TEST_CASE("CPU optimizations: large element-wise outputs are written with stream
 
   auto sched = schedule(build().lazydata());
   REQUIRE(sched.back().isKernel());
-  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
   CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
-  std::string ir = emitKernelText(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig(), IRStage::LLVM);
+  std::string ir = emitKernelText(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()), IRStage::LLVM);
   CHECK(ir.find("!nontemporal") != std::string::npos);
   CHECK(ir.find("align 64, !nontemporal") != std::string::npos);
   CHECK(ir.find("sfence") != std::string::npos);
@@ -166,12 +166,12 @@ TEST_CASE("CPU optimizations: large element-wise outputs are written with stream
   // below the threshold, or without whole cache lines per vector, the stores stay ordinary
   Tensor small = rnd({4096}, 14);
   auto smallSched = schedule(small.mul(2.0).lazydata());
-  KernelSignature smallSig = describeKernel(smallSched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
+  KernelSignature smallSig = describeKernel(smallSched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
   CHECK(smallSig.kernelSummary.find("stores streaming") == std::string::npos);
   Tensor odd = rnd({n + 8}, 15);
   auto oddBuild = [&] { return odd.mul(3.0).add(1.0); };
   auto oddSched = schedule(oddBuild().lazydata());
-  KernelSignature oddSig = describeKernel(oddSched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
+  KernelSignature oddSig = describeKernel(oddSched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
   CHECK(oddSig.kernelSummary.find("stores streaming") == std::string::npos);
   std::vector<float> oddRef = runWith(true, oddBuild, nullptr), oddOpt = runWith(false, oddBuild, nullptr);
   CHECK(oddRef == oddOpt);
@@ -191,14 +191,14 @@ TEST_CASE("CPU optimizations: streaming kernels with exp2/log2/sin call glibc's 
 
   auto sched = schedule(build().lazydata());
   REQUIRE(sched.back().isKernel());
-  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::fromConfig());
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
   CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
 
   // AVX-512: one 16-lane call per function; AVX2: the 16 lanes of a cache line in two 8-lane calls
   TargetSpec skx = TargetSpec::host();
   skx.cpu = "skylake-avx512";
   skx.features = "+avx2,+fma,+f16c,+avx512f,+avx512vl,+avx512bw,+avx512dq";
-  std::string zmm = emitKernelText(sched.back().ast, skx, CompileOptions::fromConfig(), IRStage::LLVM);
+  std::string zmm = emitKernelText(sched.back().ast, skx, CompileOptions::from(config()), IRStage::LLVM);
   auto count = [](const std::string &text, const std::string &what) {
     size_t n = 0;
     for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
@@ -210,7 +210,7 @@ TEST_CASE("CPU optimizations: streaming kernels with exp2/log2/sin call glibc's 
   TargetSpec hsw = TargetSpec::host();
   hsw.cpu = "haswell";
   hsw.features = "+avx2,+fma,+f16c";
-  std::string ymm = emitKernelText(sched.back().ast, hsw, CompileOptions::fromConfig(), IRStage::LLVM);
+  std::string ymm = emitKernelText(sched.back().ast, hsw, CompileOptions::from(config()), IRStage::LLVM);
   CHECK(count(ymm, "@_ZGVdN8v_exp2f(<8 x float> %") == 2);
   CHECK(count(ymm, "@_ZGVdN8v_sinf(<8 x float> %") == 2);
   CHECK(ymm.find("!nontemporal") != std::string::npos);
@@ -223,11 +223,17 @@ TEST_CASE("CPU optimizations: CodeGen follows the options it is given, not the c
   Config c = config();
   c.noopt = true;
   c.bounds = true;
+  c.mergeView = false;
   ScopedConfig scope(c);
-  // the configuration reaches CodeGen only through CompileOptions::fromConfig
-  CompileOptions fromConfig = CompileOptions::fromConfig();
+  // the configuration reaches CodeGen only through CompileOptions::from
+  CompileOptions fromConfig = CompileOptions::from(config());
   CHECK(fromConfig.noopt);
   CHECK(fromConfig.bounds);
+  CHECK_FALSE(fromConfig.mergeView);
+  CompileOptions mergeOnly = fromConfig;
+  mergeOnly.mergeView = true; // MERGE_VIEW is part of the program's identity
+  CHECK(describeKernel(sched.back().ast, TargetSpec::host(), mergeOnly).symbol !=
+        describeKernel(sched.back().ast, TargetSpec::host(), fromConfig).symbol);
   KernelSignature configured = describeKernel(sched.back().ast, TargetSpec::host(), fromConfig);
   CHECK(configured.opts.empty());
   CHECK(configured.boundsChecked);

@@ -4,6 +4,7 @@
 // are masked off at the store.
 #include "KernelTestUtil.h"
 #include "KernelRunner.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Tensor/Tensor.h"
@@ -179,7 +180,7 @@ TEST_CASE("CPU heuristics: the CNN's training kernels equal NOOPT and stay insid
         KernelRun got = runner.run(si.ast, {}, 11);
         checkSame(runner.run(si.ast, noopt, 11), got);
         for (const auto &o : got.applied) padded = padded || o.op == OptOp::PadTo;
-        Kernel k = buildKernel(si.ast, TargetSpec::host(), CompileOptions::fromConfig());
+        Kernel k = buildKernel(si.ast, TargetSpec::host(), CompileOptions::from(config()));
         gathered = gathered || (k.upcasted > 0 && kernelName(*si.ast).find("_6_6") != std::string::npos &&
                                 kernelName(*si.ast).rfind("r_3_32_24_24", 0) == 0);
       }

@@ -1,14 +1,17 @@
 // The lazy graph's bookkeeping: children counts (childCount over the graph links) and
 // merged chains. Fusion decisions read these counts, so they must match Python's WeakSet exactly.
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Support/Config.h"
 
 #include <doctest/doctest.h>
 
 using namespace lazyjit;
 
 namespace {
+const GraphOptions opts; // the reference's defaults (OPT=2)
+
 LazyBufferRef emptyBuf(int64_t n) {
-  return LazyBuffer::loadop(Op::Empty, {SInt(n)}, dtypes::float32, "CPU");
+  return LazyBuffer::loadop(opts, Op::Empty, {SInt(n)}, dtypes::float32, "CPU");
 }
 } // namespace
 
@@ -17,10 +20,10 @@ TEST_CASE("LazyBuffer children: a child counts while it lives and leaves when it
   auto b = emptyBuf(8);
   CHECK(a->childCount() == 0);
   {
-    auto c = a->e(Op::Add, {b});
+    auto c = a->e(opts, Op::Add, {b});
     CHECK(a->childCount() == 1);
     CHECK(b->childCount() == 1);
-    auto d = a->e(Op::Mul, {b});
+    auto d = a->e(opts, Op::Mul, {b});
     CHECK(a->childCount() == 2);
   }
   CHECK((a->childCount() == 0));
@@ -29,8 +32,8 @@ TEST_CASE("LazyBuffer children: a child counts while it lives and leaves when it
 
 TEST_CASE("LazyBuffer children: discard removes one member; a dying parent unlinks its children") {
   auto a = emptyBuf(4);
-  auto c = a->e(Op::Neg);
-  auto d = a->e(Op::Sqrt);
+  auto c = a->e(opts, Op::Neg);
+  auto d = a->e(opts, Op::Sqrt);
   REQUIRE(a->childCount() == 2);
   a->discardChild(c.get());
   CHECK(a->childCount() == 1);
@@ -38,7 +41,7 @@ TEST_CASE("LazyBuffer children: discard removes one member; a dying parent unlin
   CHECK(a->childCount() == 1);
   // the parent dies first (its op is dropped as realize does); the child must not touch it later
   auto parentOnly = emptyBuf(4);
-  auto child = parentOnly->e(Op::Neg);
+  auto child = parentOnly->e(opts, Op::Neg);
   CHECK(parentOnly->childCount() == 1);
   std::weak_ptr<LazyBuffer> watch = parentOnly;
   child->dropOp();
@@ -52,8 +55,8 @@ TEST_CASE("LazyBuffer children: merged elementwise chains register with every le
   LazyBufferRef t = x;
   std::vector<LazyBufferRef> consts;
   for (int i = 0; i < 300; ++i) {
-    consts.push_back(x->constLike(1.0 + i));
-    t = t->e(i % 2 ? Op::Add : Op::Mul, {consts.back()});
+    consts.push_back(x->constLike(opts, 1.0 + i));
+    t = t->e(opts, i % 2 ? Op::Add : Op::Mul, {consts.back()});
   }
   // the intermediate results died as the chain grew: every leaf has exactly the final op as child
   CHECK(x->childCount() == 1);
@@ -75,8 +78,8 @@ TEST_CASE("LazyBuffer children: merged elementwise chains register with every le
 TEST_CASE("LazyOp::buffers deduplicates a buffer used by several merged sources") {
   auto x = emptyBuf(8);
   auto y = emptyBuf(8);
-  auto l = x->e(Op::Add, {y});
-  auto r = y->e(Op::Mul, {x});
+  auto l = x->e(opts, Op::Add, {y});
+  auto r = y->e(opts, Op::Mul, {x});
   auto lop = l->op, rop = r->op;
   l.reset(); // childless elementwise sources are merged into the consumer
   r.reset();
@@ -91,8 +94,8 @@ TEST_CASE("LazyOp::buffers deduplicates a buffer used by several merged sources"
 
 TEST_CASE("LazyBuffer children: a child whose op was dropped at realization still counts") {
   auto a = emptyBuf(4);
-  auto c = a->e(Op::Neg);
-  auto d = a->e(Op::Sqrt);
+  auto c = a->e(opts, Op::Neg);
+  auto d = a->e(opts, Op::Sqrt);
   c->dropOp(); // what realize does (the reference's `del op`)
   CHECK(a->childCount() == 2);
   a->discardChild(c.get());
@@ -103,9 +106,9 @@ TEST_CASE("LazyBuffer children: a child whose op was dropped at realization stil
 
 TEST_CASE("LazyBuffer children: a merged source that is still alive counts beside its consumer") {
   auto x = emptyBuf(8);
-  auto one = x->constLike(1.0);
-  auto t1 = x->e(Op::Add, {one});
-  auto t2 = t1->e(Op::Mul, {x}); // t1 has no children: its op is merged into t2's
+  auto one = x->constLike(opts, 1.0);
+  auto t1 = x->e(opts, Op::Add, {one});
+  auto t2 = t1->e(opts, Op::Mul, {x}); // t1 has no children: its op is merged into t2's
   CHECK(t1->childCount() == 0);
   CHECK(x->childCount() == 2);   // t1 (x + 1) and t2 ((x + 1) * x)
   CHECK(one->childCount() == 2);
@@ -122,10 +125,57 @@ TEST_CASE("LazyBuffer children: a merged source that is still alive counts besid
 
 TEST_CASE("LazyBuffer children: the dedup cache hands out a discarded child again") {
   auto a = emptyBuf(4);
-  auto r = a->reshape({SInt(2), SInt(2)});
+  auto r = a->reshape(opts, {SInt(2), SInt(2)});
   a->discardChild(r.get());
   CHECK(a->childCount() == 0);
-  auto again = a->reshape({SInt(2), SInt(2)}); // an equal op over the same source: a cache hit
+  auto again = a->reshape(opts, {SInt(2), SInt(2)}); // an equal op over the same source: a cache hit
   CHECK(again == r);
   CHECK(a->childCount() == 1); // the reference adds the hit to its leaves' children again
+}
+
+TEST_CASE("LazyBuffer ops are built under the options they are given, not the configuration") {
+  // the configuration says OPT=2 with the cache and view merging on; each op below is given
+  // other options and must follow them
+  Config c = config();
+  c.opt = 2;
+  c.lazyCache = true;
+  c.mergeView = true;
+  c.reduceSplitThreshold = 32768;
+  ScopedConfig scope(c);
+  auto a = emptyBuf(8);
+
+  SUBCASE("fusion flags: OPT=0 keeps a childless elementwise source a buffer, OPT=2 merges it") {
+    const GraphOptions level0 = GraphOptions::forLevel(0);
+    auto t = a->e(level0, Op::Neg);
+    auto u = t->e(level0, Op::Sqrt);
+    CHECK(u->op->src[0].isBuffer());
+    auto v = a->e(opts, Op::Exp2);
+    auto w = v->e(opts, Op::Sqrt);
+    CHECK_FALSE(w->op->src[0].isBuffer());
+  }
+  SUBCASE("LAZYCACHE: equal ops share a buffer only with the cache on") {
+    GraphOptions noCache;
+    noCache.lazyCache = false;
+    CHECK(a->e(noCache, Op::Neg) != a->e(noCache, Op::Neg));
+    auto n1 = a->e(opts, Op::Neg);
+    CHECK(a->e(opts, Op::Neg) == n1);
+  }
+  SUBCASE("MERGE_VIEW: a reshape adds a view only when merging is off") {
+    GraphOptions noMerge;
+    noMerge.mergeView = false;
+    CHECK(a->reshape(opts, {SInt(2), SInt(4)})->st.views.size() == 1);
+    auto b = emptyBuf(8); // (an equal op over `a` would be a cache hit, whatever its view)
+    CHECK(b->reshape(noMerge, {SInt(2), SInt(4)})->st.views.size() == 2);
+  }
+  SUBCASE("REDUCEOP_SPLIT_THRESHOLD: a large reduce splits in two below the threshold only") {
+    auto big = emptyBuf(1 << 16);
+    auto split = big->r(opts, Op::Sum, {SInt(1)});
+    REQUIRE(split->op->src[0].isBuffer());
+    CHECK(split->op->src[0].buf->shape == Shape{SInt(256)}); // the second stage reduces 256 partials
+    GraphOptions noSplit;
+    noSplit.reduceSplitThreshold = int64_t(1) << 20;
+    auto whole = big->r(noSplit, Op::Sum, {SInt(1)});
+    REQUIRE(whole->op->src[0].isBuffer());
+    CHECK(whole->op->src[0].buf->shape == Shape{SInt(1 << 16)});
+  }
 }

@@ -389,24 +389,57 @@ TEST_CASE("RowFusion: backward passes fuse too and give OPT=2's gradients") {
   }
 }
 
-TEST_CASE("RowFusion: the scheduler fuses by the flags it is given, not by the configuration") {
-  auto count = [](const Tensor &t, const FusionFlags &flags) {
+TEST_CASE("RowFusion: the scheduler fuses by the options it is given, not by the configuration") {
+  auto count = [](const Tensor &t, const GraphOptions &o) {
     SeenSet seen;
     size_t n = 0;
-    for (const auto &si : schedule(t.lazydata(), seen, flags)) n += si.isKernel();
+    for (const auto &si : schedule(t.lazydata(), seen, o)) n += si.isKernel();
     return n;
   };
   {
     AtOpt opt(2);
     Tensor x = input({8, 32}, 1);
-    CHECK(count(x.softmax(), FusionFlags::forLevel(5)) == 1);
-    CHECK(count(x.softmax(), FusionFlags::forLevel(2)) == 4);
+    CHECK(count(x.softmax(), GraphOptions::forLevel(5)) == 1);
+    CHECK(count(x.softmax(), GraphOptions::forLevel(2)) == 4);
   }
   AtOpt opt(5);
   Tensor x = input({8, 32}, 1);
-  CHECK(count(x.softmax(), FusionFlags::forLevel(2)) == 4);
-  CHECK(count(x.softmax(), FusionFlags::forLevel(5)) == 1);
-  CHECK(kernelsOf(x.softmax()).size() == 1); // the overload without flags reads OPT once
+  CHECK(count(x.softmax(), GraphOptions::forLevel(2)) == 4);
+  CHECK(count(x.softmax(), GraphOptions::forLevel(5)) == 1);
+  CHECK(kernelsOf(x.softmax()).size() == 1); // the Tensor layer's overload passes the configured OPT
+}
+
+TEST_CASE("Graph options: each Tensor op is built under the configuration current at that op") {
+  // the reference reads OPT at each op: an elementwise source built at OPT=0 is merged into a
+  // consumer built at OPT=2, and one built at OPT=2 is not merged into a consumer built at OPT=0,
+  // whatever the level the graph is scheduled at
+  auto kernels = [](const Tensor &t, int level) {
+    SeenSet seen;
+    size_t n = 0;
+    for (const auto &si : schedule(t.lazydata(), seen, GraphOptions::forLevel(level))) n += si.isKernel();
+    return n;
+  };
+  Tensor x = input({8, 32}, 3);
+  // (x + 1) built at one level, then * 2 at another
+  auto build = [&](int first, int second) {
+    Tensor a = [&] {
+      AtOpt opt(first);
+      return x.add(1);
+    }();
+    AtOpt opt(second);
+    return a.mul(2);
+  };
+  Tensor lateMerge = build(0, 2), noMerge = build(2, 0);
+  for (int level : {0, 2}) {
+    CAPTURE(level);
+    CHECK(kernels(lateMerge, level) == 1);
+    CHECK(kernels(noMerge, level) == 2);
+  }
+  // and the values do not depend on it
+  for (const Tensor &t : {lateMerge, noMerge}) {
+    std::vector<float> got = t.toVector<float>(), want = x.toVector<float>();
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx((want[i] + 1) * 2));
+  }
 }
 
 TEST_CASE("RowFusion: the verifier states the row kernel's rules") {

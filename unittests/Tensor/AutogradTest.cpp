@@ -189,16 +189,16 @@ struct Cube : Function {
   std::string_view name() const override { return "Cube"; }
   LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
     x = in[0];
-    return x->e(Op::Mul, {x})->e(Op::Mul, {x});
+    return x->e(opts, Op::Mul, {x})->e(opts, Op::Mul, {x});
   }
   std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override {
-    return {x->e(Op::Mul, {x})->e(Op::Mul, {x->constLike(3)})->e(Op::Mul, {g})};
+    return {x->e(opts, Op::Mul, {x})->e(opts, Op::Mul, {x->constLike(opts, 3)})->e(opts, Op::Mul, {g})};
   }
 };
 struct BadShape : Function {
   std::string_view name() const override { return "BadShape"; }
   LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override { return in[0]; }
-  std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override { return {g->reshape({1, 3})}; }
+  std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override { return {g->reshape(opts, {1, 3})}; }
 };
 } // namespace
 

@@ -618,9 +618,9 @@ TEST_CASE("GradCheck: the check fails for a Function whose backward is wrong") {
     std::string_view name() const override { return "BadSquare"; }
     LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
       x = in[0];
-      return x->e(Op::Mul, {x});
+      return x->e(opts, Op::Mul, {x});
     }
-    std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override { return {x->e(Op::Mul, {g})}; }
+    std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override { return {x->e(opts, Op::Mul, {g})}; }
   };
   GradCase bad{"BadSquare", {in({2, 3}, 901, 0.5, 2)},
                FN(return Function::apply(std::make_shared<BadSquare>(), {x[0]});), "BadSquare"};

@@ -4,6 +4,7 @@
 // kernels schedules and runs with results equal to the closed form.
 #include "TensorTestUtil.h"
 
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -131,7 +132,7 @@ TEST_CASE("Graph scale: the kernel of a 100,000-op chain lowers to LLVM IR and i
     for (const auto &si : schedule(x.lazydata())) {
       if (!si.isKernel()) continue;
       ++kernels;
-      ir = emitKernelText(si.ast, TargetSpec::host(), CompileOptions::fromConfig(), IRStage::LLVM);
+      ir = emitKernelText(si.ast, TargetSpec::host(), CompileOptions::from(config()), IRStage::LLVM);
     }
     got = chain("INTERP").realize().toVector<float>();
   });

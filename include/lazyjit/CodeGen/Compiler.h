@@ -23,6 +23,8 @@
 
 namespace lazyjit {
 
+struct Config;
+
 /// Where code is generated for.
 struct TargetSpec {
   enum class Kind { CPU, NVPTX } kind = Kind::CPU;
@@ -31,10 +33,10 @@ struct TargetSpec {
   std::string features;
   int optLevel = 2;
 
-  /// The host CPU (LLVM's host triple, CPU name and features).
-  static TargetSpec host();
+  /// The host CPU (LLVM's host triple, CPU name and features), compiled at LLVM level `optLevel`.
+  static TargetSpec host(int optLevel = 2);
   /// NVPTX for a compute capability such as "sm_90".
-  static TargetSpec nvptx(const std::string &sm);
+  static TargetSpec nvptx(const std::string &sm, int optLevel = 2);
   /// Everything that changes the generated code, for cache keys.
   std::string key() const;
 };
@@ -47,10 +49,12 @@ struct CompileOptions {
   /// CPU: check every load and store index at run time against its buffer's size (also on with
   /// LAZYJIT_BOUNDS). A kernel that would leave a buffer stops and the runtime reports it.
   bool bounds = false;
+  /// The reference's MERGE_VIEW for the kernel's own reshapes (on by default).
+  bool mergeView = true;
 
-  /// What the configuration asks for (NOOPT, LAZYJIT_BOUNDS). CodeGen itself reads only the
-  /// options it is given; the runtime and the tools build them here, once per compile batch.
-  static CompileOptions fromConfig();
+  /// What a configuration asks for (NOOPT, LAZYJIT_BOUNDS, MERGE_VIEW). CodeGen reads no
+  /// configuration: the runtime and the tools build these from theirs, once per compile batch.
+  static CompileOptions from(const Config &c);
 };
 
 /// Whether kernels compiled with `o` for a CPU check their accesses (`o.bounds`).

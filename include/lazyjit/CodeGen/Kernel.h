@@ -34,6 +34,7 @@ struct KernelOptions {
   bool hasLocal = false;  ///< thread-block local dims (GPU)
   bool hasShared = false; ///< shared memory for group reduces (GPU)
   std::vector<int64_t> globalMax, localMax;
+  bool mergeView = true;  ///< MERGE_VIEW for the kernel's reshapes (ShapeTracker::reshape)
 };
 
 class Kernel {

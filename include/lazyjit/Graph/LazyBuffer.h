@@ -22,6 +22,7 @@
 // thread at a time.
 #pragma once
 
+#include "lazyjit/Graph/GraphOptions.h"
 #include "lazyjit/Graph/LazyOp.h"
 
 #include <algorithm>
@@ -115,28 +116,30 @@ public:
   bool isUnrealizedContiguousConst() const;
 
   // ---- creation and special ops ----
-  static LazyBufferRef loadop(Op op, const Shape &shape, DType dtype, const std::string &device,
-                              LazyOpArg arg = {}, LazyBufferRef src = nullptr);
+  // Every op is built under the options `o` its caller passes (GraphOptions.h).
+  static LazyBufferRef loadop(const GraphOptions &o, Op op, const Shape &shape, DType dtype,
+                              const std::string &device, LazyOpArg arg = {}, LazyBufferRef src = nullptr);
   /// A constant with this buffer's shape and dtype: a 0-d CONST viewed through a stride-0 expand.
-  LazyBufferRef constLike(double val);
-  LazyBufferRef copyToDevice(const std::string &device);
-  LazyBufferRef contiguous();
-  LazyBufferRef cast(DType dtype, bool bitcast = false);
+  LazyBufferRef constLike(const GraphOptions &o, double val);
+  LazyBufferRef copyToDevice(const GraphOptions &o, const std::string &device);
+  LazyBufferRef contiguous(const GraphOptions &o);
+  LazyBufferRef cast(const GraphOptions &o, DType dtype, bool bitcast = false);
 
   // ---- elementwise and reduce ----
   /// An elementwise op over self and `srcs` (self first).
-  LazyBufferRef e(Op op, const std::vector<LazyBufferRef> &srcs = {}, LazyOpArg arg = {});
+  LazyBufferRef e(const GraphOptions &o, Op op, const std::vector<LazyBufferRef> &srcs = {},
+                  LazyOpArg arg = {});
   /// A reduce to `newShape` (1s in the reduced dims), split in two when it is large.
-  LazyBufferRef r(Op op, const Shape &newShape);
+  LazyBufferRef r(const GraphOptions &o, Op op, const Shape &newShape);
 
   // ---- movement ops ----
-  LazyBufferRef reshape(const Shape &arg);
-  LazyBufferRef pad(const PadArg &arg);
-  LazyBufferRef expand(const Shape &arg);
-  LazyBufferRef permute(const std::vector<int64_t> &arg);
-  LazyBufferRef shrink(const PadArg &arg);
-  LazyBufferRef stride(const std::vector<int64_t> &arg);
-  LazyBufferRef movementOp(Op op, const LazyOpArg &arg);
+  LazyBufferRef reshape(const GraphOptions &o, const Shape &arg);
+  LazyBufferRef pad(const GraphOptions &o, const PadArg &arg);
+  LazyBufferRef expand(const GraphOptions &o, const Shape &arg);
+  LazyBufferRef permute(const GraphOptions &o, const std::vector<int64_t> &arg);
+  LazyBufferRef shrink(const GraphOptions &o, const PadArg &arg);
+  LazyBufferRef stride(const GraphOptions &o, const std::vector<int64_t> &arg);
+  LazyBufferRef movementOp(const GraphOptions &o, Op op, const LazyOpArg &arg);
 
   std::string repr() const;
 
@@ -156,29 +159,18 @@ private:
   LazyBufferRef base_;
   DType dtype_;
 
-  LazyBufferRef reduceOp(Op op, const Shape &newShape);
+  LazyBufferRef reduceOp(const GraphOptions &o, Op op, const Shape &newShape);
   void linkOp();
-  LazyBufferRef applyMovementOp(ShapeTracker st, Op op, LazyOpArg arg);
+  LazyBufferRef applyMovementOp(const GraphOptions &o, ShapeTracker st, Op op, LazyOpArg arg);
 };
 
 /// create_lazybuffer: 0-size shapes become a CONST; otherwise deduplicated through the lazy cache.
-LazyBufferRef createLazyBuffer(const std::string &device, ShapeTracker st, OpType optype,
-                               LazyOpRef op, DType dtype, LazyBufferRef base = nullptr);
+LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device, ShapeTracker st,
+                               OpType optype, LazyOpRef op, DType dtype, LazyBufferRef base = nullptr);
 
 /// get_movementroot / get_movementroot_contiguous of the reference.
 LazyBuffer *getMovementRoot(LazyBuffer *root, bool allowContiguous = false);
 LazyBuffer *getMovementRootContiguous(LazyBuffer *x);
-
-/// The fusion flags of the current OPT level (lazy.py), read from Config at each use. Levels 0-4
-/// are the reference's; level 5 is level 2 plus `rowFusion` (Schedule.cpp: reductions over a row
-/// and the element-wise work between them in one kernel), on devices that lower such kernels.
-struct FusionFlags {
-  bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
-  bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;
-  bool rowFusion;
-  static FusionFlags current();
-  static FusionFlags forLevel(int opt);
-};
 
 /// The number of live entries in the dedup cache (for tests).
 size_t lazyCacheSize();

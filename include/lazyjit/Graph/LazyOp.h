@@ -21,6 +21,7 @@
 namespace lazyjit {
 
 class LazyBuffer;
+struct GraphOptions;
 class LazyOp;
 class Buffer; // runtime storage, defined in lib/Runtime
 using LazyBufferRef = std::shared_ptr<LazyBuffer>;
@@ -128,7 +129,8 @@ public:
   /// Rebuilds the tree replacing the LazyBuffer leaves found in `mapping`.
   LazyOpRef mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const;
   /// Re-applies this elementwise op after applying the movement ops to each leaf (lazy.py).
-  LazyBufferRef replaceWithMovementOps(const std::vector<std::pair<Op, LazyOpArg>> &ops) const;
+  LazyBufferRef replaceWithMovementOps(const GraphOptions &o,
+                                       const std::vector<std::pair<Op, LazyOpArg>> &ops) const;
 
   const Shape &shapeArg() const { return std::get<Shape>(arg); }
   const MemBuffer &memBuffer() const { return std::get<MemBuffer>(arg); }

@@ -28,7 +28,9 @@ struct ShapeTracker {
   ShapeTracker expand(const Shape &newShape) const;
   ShapeTracker permute(const std::vector<int64_t> &axis) const;
   ShapeTracker stride(const std::vector<int64_t> &mul) const;
-  ShapeTracker reshape(const Shape &newShape) const;
+  /// With `mergeView` (the reference's MERGE_VIEW, on by default) the reshape folds into the last
+  /// view when it can; otherwise it always adds a view.
+  ShapeTracker reshape(const Shape &newShape, bool mergeView = true) const;
 
   /// Merges the last two views while the result is exact.
   ShapeTracker simplify() const;

@@ -53,15 +53,20 @@ public:
 };
 
 /// A device's in-memory program cache: compiled programs by AST (structurally) and by whether
-/// kernel optimizations were on (NOOPT).
+/// kernel optimizations were on (NOOPT), bounds checks (LAZYJIT_BOUNDS) and MERGE_VIEW.
 struct ProgramKey {
   LazyOpRef ast;
   bool noopt;
-  bool bounds = false; ///< CPU: compiled with bounds checks (LAZYJIT_BOUNDS)
-  bool operator==(const ProgramKey &o) const { return noopt == o.noopt && bounds == o.bounds && *ast == *o.ast; }
+  bool bounds = false;   ///< CPU: compiled with bounds checks (LAZYJIT_BOUNDS)
+  bool mergeView = true; ///< the kernel's reshapes merge views (MERGE_VIEW)
+  bool operator==(const ProgramKey &o) const {
+    return noopt == o.noopt && bounds == o.bounds && mergeView == o.mergeView && *ast == *o.ast;
+  }
 };
 struct ProgramKeyHash {
-  size_t operator()(const ProgramKey &k) const { return k.ast->hash() * 4 + k.noopt * 2 + k.bounds; }
+  size_t operator()(const ProgramKey &k) const {
+    return k.ast->hash() * 8 + k.noopt * 4 + k.bounds * 2 + k.mergeView;
+  }
 };
 using ProgramCache = std::unordered_map<ProgramKey, std::shared_ptr<Program>, ProgramKeyHash>;
 

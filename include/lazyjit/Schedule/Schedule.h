@@ -67,12 +67,11 @@ inline constexpr int64_t kMinRowKernelElements = 8;
 inline constexpr int kMaxRowKernelReduces = 6;
 
 /// LazyBuffer.schedule: a post-order walk; dependencies come first, `out` last. The scheduler
-/// fuses by the flags it is given; the overloads without flags take the configuration's OPT level
-/// once, when they are called (the walk itself reads no configuration).
-std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const FusionFlags &flags);
-std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen);
-std::vector<ScheduleItem> schedule(const LazyBufferRef &out);
+/// fuses by the options it is given (their fusion flags; the reshapes it adds are graph ops built
+/// under them) and reads no configuration: the Tensor layer's overloads without options
+/// (Tensor.h) pass the configuration's.
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const GraphOptions &o);
 /// Schedules several outputs with one shared `seen` set (Tensor.corealize).
-std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs);
+std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs, const GraphOptions &o);
 
 } // namespace lazyjit

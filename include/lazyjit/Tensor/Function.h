@@ -6,17 +6,18 @@
 // fuses as the reference's does. A Function object is kept (as the output's gradFn) only when a
 // gradient can flow through it, and it holds just the LazyBuffers its backward needs.
 //
-// A user-defined primitive derives from Function:
+// A user-defined primitive derives from Function; its graph ops take the options `opts` it is
+// given (GraphOptions.h):
 //
 //   struct Square : Function {
 //     LazyBufferRef x;
 //     std::string_view name() const override { return "Square"; }
 //     LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
 //       x = in[0];
-//       return x->e(Op::Mul, {x});
+//       return x->e(opts, Op::Mul, {x});
 //     }
 //     std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override {
-//       return {x->e(Op::Mul, {x->constLike(2)})->e(Op::Mul, {g})};
+//       return {x->e(opts, Op::Mul, {x->constLike(opts, 2)})->e(opts, Op::Mul, {g})};
 //     }
 //   };
 //   Tensor y = Function::apply(std::make_shared<Square>(), {x});
@@ -52,6 +53,11 @@ public:
   /// The inputs, kept only while a gradient can flow through this Function.
   const std::vector<Tensor> &parents() const { return parents_; }
   const std::string &device() const { return device_; }
+
+  /// The options forward and backward build their graph ops under (`in[0]->e(opts, Op::Mul,
+  /// {in[1]})`): the configuration's (configuredGraphOptions()) when apply and Tensor::backward
+  /// call them.
+  GraphOptions opts;
 
 private:
   friend class Tensor;

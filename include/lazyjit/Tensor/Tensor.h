@@ -8,6 +8,7 @@
 #pragma once
 
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Schedule/Schedule.h"
 
 #include <cstdint>
 #include <optional>
@@ -18,6 +19,16 @@ namespace lazyjit {
 
 class Tensor;
 class Function;
+
+/// The graph options of the process configuration now (OPT, LAZYCACHE, MERGE_VIEW,
+/// REDUCEOP_SPLIT_THRESHOLD): what each Tensor op builds its graph ops under, read at the op as the
+/// reference reads its environment (the graph itself reads no configuration).
+GraphOptions configuredGraphOptions();
+
+/// The scheduler under configuredGraphOptions() (Schedule.h takes the options explicitly).
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen);
+std::vector<ScheduleItem> schedule(const LazyBufferRef &out);
+std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs);
 
 /// The state a Tensor handle shares (a Python Tensor object): copies of a Tensor alias it, so an
 /// assign, a gradient or requires_grad set through one copy is seen through every other, exactly

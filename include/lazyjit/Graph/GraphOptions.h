@@ -1,0 +1,38 @@
+// The options the lazy graph is built and scheduled under. The graph, the scheduler and the code
+// generator read no configuration themselves: their caller passes these (the Tensor layer reads
+// the process configuration once per op, as the reference reads its environment variables at
+// each op; tools and tests pass their own).
+#pragma once
+
+#include <cstdint>
+
+namespace lazyjit {
+
+struct Config;
+
+/// The fusion flags of an OPT level (lazy.py). Levels 0-4 are the reference's; level 5 is level 2
+/// plus `rowFusion` (Schedule.cpp: reductions over a row and the element-wise work between them in
+/// one kernel), on devices that lower such kernels.
+struct FusionFlags {
+  bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
+  bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;
+  bool rowFusion;
+  static FusionFlags forLevel(int opt);
+  bool operator==(const FusionFlags &) const = default;
+};
+
+/// What every op of the lazy graph is built under.
+struct GraphOptions {
+  FusionFlags fusion = FusionFlags::forLevel(2); ///< OPT
+  bool lazyCache = true;                         ///< LAZYCACHE: dedup identical lazy ops
+  bool mergeView = true;                         ///< MERGE_VIEW: fold reshapes into the last view
+  int64_t reduceSplitThreshold = 32768;          ///< REDUCEOP_SPLIT_THRESHOLD
+
+  /// The defaults with the fusion flags of OPT level `opt`.
+  static GraphOptions forLevel(int opt);
+  /// What a configuration asks for (OPT, LAZYCACHE, MERGE_VIEW, REDUCEOP_SPLIT_THRESHOLD).
+  static GraphOptions from(const Config &c);
+  bool operator==(const GraphOptions &) const = default;
+};
+
+} // namespace lazyjit
