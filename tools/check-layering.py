@@ -10,7 +10,9 @@ import os, re, sys
 ORDER = ["Support", "Graph", "Schedule", "CodeGen", "Runtime", "Tensor", "NN"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"lazyjit/([A-Za-z]+)/')
 NO_CONFIG = ["Graph", "Schedule", "CodeGen"]
-CONFIG_CALL = re.compile(r'(?<![A-Za-z0-9_])(config\(\)|getenv\s*\()')
+# the configuration's accessors; logging's DEBUG queries (LAZYJIT_LOG, debugAtLeast) are allowed
+CONFIG_CALL = re.compile(r'(?<![A-Za-z0-9_])(config\s*\(\s*\)|getenv\s*\(|setConfig\s*\(|ScopedConfig\b|'
+                         r'fromEnvironment\s*\(|Config\s*::\s*parse\b)')
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

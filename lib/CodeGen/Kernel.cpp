@@ -381,10 +381,12 @@ void Kernel::handCodedOptimizations() {
     applyCPUHeuristics(*this);
 }
 
-std::string kernelName(const LazyOp &ast) {
+std::string kernelName(const LazyOp &ast, bool mergeView) {
   // a LazyOpRef that does not own the node: the Kernel only reads it during this call
   LazyOpRef ref(std::shared_ptr<const LazyOp>(), &ast);
-  return Kernel(ref).name();
+  KernelOptions opts;
+  opts.mergeView = mergeView;
+  return Kernel(ref, opts).name();
 }
 
 } // namespace lazyjit

@@ -5,6 +5,7 @@
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
 
 #include <cstdio>
@@ -85,7 +86,7 @@ std::string scheduleToDot(const std::vector<ScheduleItem> &schedule,
     }
     int k = kernels++;
     w.out += "  subgraph cluster_k" + std::to_string(k) + " {\n    label=\"kernel " + std::to_string(k) + " " +
-             escape(kernelName(*si.ast)) + "\";\n    style=rounded; color=\"#4a6fa5\";\n";
+             escape(kernelName(*si.ast, config().mergeView)) + "\";\n    style=rounded; color=\"#4a6fa5\";\n";
     std::string top = w.astNode(*si.ast, si, k, edges); // the STORE
     w.out += "  }\n";
     edges += "  " + top + " -> " + outId + ";\n";

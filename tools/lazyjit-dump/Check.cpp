@@ -5,6 +5,7 @@
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Runtime/Interpreter.h"
 #include "lazyjit/Runtime/Realize.h"
+#include "lazyjit/Support/Config.h"
 
 #include <cmath>
 
@@ -46,7 +47,7 @@ void KernelChecker::observe(const ScheduleItem &si, const Program *prg) {
   if (!si.isKernel()) return;
   std::vector<Buffer *> bufs{si.out->realized().get()};
   for (const auto &x : si.inputs) bufs.push_back(x->realized().get());
-  std::string name = prg ? prg->info().name : kernelName(*si.ast);
+  std::string name = prg ? prg->info().name : kernelName(*si.ast, config().mergeView);
   checkKernel(*si.ast, name, bufs, si.varVals);
 }
 

@@ -183,7 +183,7 @@ void emitSchedule(DumpContext &ctx) {
   if (ctx.fromScript) {
     for (const auto &si : ctx.schedule) {
       if (si.isKernel()) {
-        ctx.out << "kernel " << kernels++ << " " << kernelName(*si.ast) << "\n"
+        ctx.out << "kernel " << kernels++ << " " << kernelName(*si.ast, config().mergeView) << "\n"
                 << printAst(*si.ast);
       } else {
         ctx.out << "loadop " << loadops++ << " " << opShortName(si.kind()) << " "
@@ -192,7 +192,7 @@ void emitSchedule(DumpContext &ctx) {
     }
   } else {
     for (const auto &ast : ctx.asts)
-      ctx.out << "kernel " << kernels++ << " " << kernelName(*ast) << "\n" << printAst(*ast);
+      ctx.out << "kernel " << kernels++ << " " << kernelName(*ast, config().mergeView) << "\n" << printAst(*ast);
   }
   ctx.out << "# " << kernels << " kernels, " << loadops << " loadops\n";
 }
@@ -439,7 +439,9 @@ void printValues(std::ostream &out, const std::vector<uint8_t> &bytes, DType dt,
 
 void printIndex(std::ostream &out, const LazyOp &ast, int kernelNo) {
   LazyOpRef ref(std::shared_ptr<const LazyOp>(), &ast); // not owning: used during this call only
-  Kernel k(ref);
+  KernelOptions opts;
+  opts.mergeView = config().mergeView;
+  Kernel k(ref, opts);
   const Shape &fs = k.fullShape();
   int fr = k.firstReduce();
   std::vector<NodeRef> idxs;

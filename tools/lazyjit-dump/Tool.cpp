@@ -104,7 +104,7 @@ int runScript(const std::string &text, const std::string &file, tool::DumpOption
   setScheduleObserver([&](const ScheduleItem &si, const Program *prg) {
     if (opts.check) checker.observe(si, prg);
     if (si.isKernel())
-      ctx.scriptRuns.emplace_back(ev.currentLine(), prg ? prg->info().name : kernelName(*si.ast));
+      ctx.scriptRuns.emplace_back(ev.currentLine(), prg ? prg->info().name : kernelName(*si.ast, config().mergeView));
   });
 
   ev.run();

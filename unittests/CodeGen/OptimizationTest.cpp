@@ -234,6 +234,19 @@ TEST_CASE("CPU optimizations: CodeGen follows the options it is given, not the c
   mergeOnly.mergeView = true; // MERGE_VIEW is part of the program's identity
   CHECK(describeKernel(sched.back().ast, TargetSpec::host(), mergeOnly).symbol !=
         describeKernel(sched.back().ast, TargetSpec::host(), fromConfig).symbol);
+  // and it reaches the Kernel's own reshapes (dropping the 1 axis, merging the contiguous ones):
+  // without merging each adds a view
+  auto ones = schedule(Tensor::empty({4, 1, 8}).mul(2).lazydata());
+  REQUIRE(ones.back().isKernel());
+  for (bool merge : {true, false}) {
+    CAPTURE(merge);
+    CompileOptions o;
+    o.noopt = true;
+    o.mergeView = merge;
+    Kernel k = buildKernel(ones.back().ast, TargetSpec::host(), o);
+    CHECK((k.sts[0].views.size() == 1) == merge);
+    CHECK(kernelName(*ones.back().ast, merge) == k.name());
+  }
   KernelSignature configured = describeKernel(sched.back().ast, TargetSpec::host(), fromConfig);
   CHECK(configured.opts.empty());
   CHECK(configured.boundsChecked);

@@ -176,13 +176,13 @@ TEST_CASE("CPU heuristics: the CNN's training kernels equal NOOPT and stay insid
     for (const Tensor &g : {*x.grad(), *w.grad()})
       for (const auto &si : schedule(g.lazydata())) {
         if (!si.isKernel() || !seen.insert(printAst(*si.ast)).second) continue;
-        CAPTURE(kernelName(*si.ast));
+        CAPTURE(kernelName(*si.ast, true));
         KernelRun got = runner.run(si.ast, {}, 11);
         checkSame(runner.run(si.ast, noopt, 11), got);
         for (const auto &o : got.applied) padded = padded || o.op == OptOp::PadTo;
         Kernel k = buildKernel(si.ast, TargetSpec::host(), CompileOptions::from(config()));
-        gathered = gathered || (k.upcasted > 0 && kernelName(*si.ast).find("_6_6") != std::string::npos &&
-                                kernelName(*si.ast).rfind("r_3_32_24_24", 0) == 0);
+        gathered = gathered || (k.upcasted > 0 && kernelName(*si.ast, true).find("_6_6") != std::string::npos &&
+                                kernelName(*si.ast, true).rfind("r_3_32_24_24", 0) == 0);
       }
   }
   MESSAGE(seen.size(), " kernels compared");

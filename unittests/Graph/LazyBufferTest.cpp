@@ -167,7 +167,7 @@ TEST_CASE("LazyBuffer ops are built under the options they are given, not the co
     auto b = emptyBuf(8); // (an equal op over `a` would be a cache hit, whatever its view)
     CHECK(b->reshape(noMerge, {SInt(2), SInt(4)})->st.views.size() == 2);
   }
-  SUBCASE("REDUCEOP_SPLIT_THRESHOLD: a large reduce splits in two below the threshold only") {
+  SUBCASE("REDUCEOP_SPLIT_THRESHOLD: a reduce splits in two at or above the threshold only") {
     auto big = emptyBuf(1 << 16);
     auto split = big->r(opts, Op::Sum, {SInt(1)});
     REQUIRE(split->op->src[0].isBuffer());
@@ -177,5 +177,13 @@ TEST_CASE("LazyBuffer ops are built under the options they are given, not the co
     auto whole = big->r(noSplit, Op::Sum, {SInt(1)});
     REQUIRE(whole->op->src[0].isBuffer());
     CHECK(whole->op->src[0].buf->shape == Shape{SInt(1 << 16)});
+    // the ops a split builds inside r() follow the options too: without MERGE_VIEW the reshape
+    // of the first stage's partials keeps its own view
+    GraphOptions noMerge;
+    noMerge.mergeView = false;
+    auto unmerged = emptyBuf(1 << 16)->r(noMerge, Op::Sum, {SInt(1)});
+    REQUIRE(unmerged->op->src[0].isBuffer());
+    CHECK(unmerged->op->src[0].buf->st.views.size() == 2);
+    CHECK(split->op->src[0].buf->st.views.size() == 1);
   }
 }

@@ -420,7 +420,7 @@ TEST_CASE("Graph options: each Tensor op is built under the configuration curren
     return n;
   };
   Tensor x = input({8, 32}, 3);
-  // (x + 1) built at one level, then * 2 at another
+  // (x + 1) built at one level, then * 2 at another: the consumer's level decides the merge
   auto build = [&](int first, int second) {
     Tensor a = [&] {
       AtOpt opt(first);
@@ -440,6 +440,40 @@ TEST_CASE("Graph options: each Tensor op is built under the configuration curren
     std::vector<float> got = t.toVector<float>(), want = x.toVector<float>();
     for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx((want[i] + 1) * 2));
   }
+  // a knob only the first op reads: a sum built under a low split threshold is two reduces even
+  // when the op after it (and the schedule) run under the default
+  auto sumAt = [&](int64_t threshold) {
+    Config c = config();
+    c.reduceSplitThreshold = threshold;
+    ScopedConfig scope(c);
+    return x.sum();
+  };
+  Tensor split = sumAt(16).add(1), whole = sumAt(32768).add(1);
+  CHECK(kernels(split, 2) == 2);
+  CHECK(kernels(whole, 2) == 1);
+  CHECK(split.item<float>() == doctest::Approx(whole.item<float>()));
+}
+
+TEST_CASE("Graph options: backward builds the gradient under the configuration current at backward") {
+  auto gradKernels = [](int forwardLevel, int backwardLevel) {
+    Tensor x = input({8, 32}, 5).setRequiresGrad(true);
+    Tensor loss = [&] {
+      AtOpt opt(forwardLevel);
+      return x.mul(x).relu().sum();
+    }();
+    {
+      AtOpt opt(backwardLevel);
+      loss.backward();
+    }
+    SeenSet seen;
+    size_t n = 0;
+    for (const auto &si : schedule(x.grad()->lazydata(), seen, GraphOptions::forLevel(2))) n += si.isKernel();
+    return n;
+  };
+  // OPT=0 merges no elementwise ops: the gradient built at backward time takes more kernels,
+  // whatever the level the forward was built at
+  CHECK(gradKernels(2, 0) > gradKernels(2, 2));
+  CHECK(gradKernels(0, 0) > gradKernels(0, 2));
 }
 
 TEST_CASE("RowFusion: the verifier states the row kernel's rules") {

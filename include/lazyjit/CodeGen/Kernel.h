@@ -100,7 +100,8 @@ public:
   void handCodedOptimizations();
 };
 
-/// The name of the kernel an AST becomes with no optimizations (what `--emit=schedule` shows).
-std::string kernelName(const LazyOp &ast);
+/// The name of the kernel an AST becomes with no optimizations (what `--emit=schedule` shows), its
+/// axes merged under MERGE_VIEW = `mergeView` (as CompileOptions::mergeView compiles it).
+std::string kernelName(const LazyOp &ast, bool mergeView);
 
 } // namespace lazyjit
