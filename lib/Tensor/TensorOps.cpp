@@ -27,6 +27,16 @@ std::pair<Tensor, Tensor> TensorInternals::broadcasted(const char *op, const Ten
     for (const auto &s : x.shape())
       if (pyEq(s, 0)) return {x, x.fullLike(yIn.value)};
     y = scalarLike(self, yIn.value);
+    if (!x.shape().empty()) {
+      // A Python scalar broadcasts to self's shape: the reference's Reshape to (1, ..., 1) and
+      // Expand, built on its LazyBuffer directly. Neither Function could be kept (the constant
+      // requires no gradient), so the graph is the same without building them.
+      GraphOptions o = configuredGraphOptions();
+      const Shape &xs = x.shape();
+      y.impl->lazydata = y.lazydata()->reshape(o, Shape(xs.size(), SInt(1)))->expand(o, xs);
+    }
+    if (reverse) std::swap(x, y);
+    return {x, y};
   } else {
     y = yIn.tensor();
     LAZYJIT_USER_CHECK(y.device() == x.device(), DeviceError,
