@@ -1,0 +1,168 @@
+// The expression evaluator of kernel lowering (see LowerCore.h): a kernel's element-wise tree at
+// given indices, for one element or a vector of lanes, from its leaves (loads and constants), the
+// row values computed before a pass, and the row scratch arrays.
+#include "LowerCore.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
+#include "lazyjit/Support/Error.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace lazyjit {
+
+using namespace llvm;
+
+Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
+  size_t bi = bufIndex(&op);
+  auto [idx, valid] = access(bi, idxs);
+  DType dt = op.bufferDType();
+  std::string key = loadKey(bi, *idx, *valid);
+  if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
+  Val out;
+  bool alwaysValid = valid->isNum() && valid->num != 0;
+  bool neverValid = valid->isNum() && valid->num == 0;
+  if (neverValid) {
+    out = vb.constant(0, dt);
+  } else if (op.op == Op::Const) {
+    Val c = vb.constant(op.constBuffer().val, dt);
+    out = alwaysValid ? c : Val{b.CreateSelect(asI1(render(*valid)), c.v, vb.constant(0, dt).v), dt};
+  } else {
+    int mi = op.memBuffer().idx;
+    Value *ptr = bufPtrs.at(mi);
+    if (alwaysValid) {
+      Value *ix = asIdx(render(*idx));
+      checkAccess(mi, ix, nullptr);
+      out = vb.load(ptr, ix, dt);
+    } else {
+      // a gated load: the address is clamped to element 0 when invalid, so memory out of bounds
+      // is never touched
+      Value *gate = asI1(render(*valid));
+      checkAccess(mi, asIdx(render(*idx)), gate);
+      Value *safeIdx = b.CreateSelect(gate, asIdx(render(*idx)), idxConst(0));
+      Val v = vb.load(ptr, safeIdx, dt);
+      out = {b.CreateSelect(gate, v.v, vb.constant(0, dt).v), dt};
+    }
+  }
+  loadCache[key] = out;
+  return out;
+}
+
+std::vector<const LazyOp *> KernelEmitter::rowNodes() {
+  struct Hash {
+    size_t operator()(const LazyOp *o) const { return o->hash(); }
+  };
+  struct Eq {
+    bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
+  };
+  std::unordered_map<const LazyOp *, const LazyOp *, Hash, Eq> distinct;
+  std::unordered_set<const LazyOp *> inRows = expandedSubtrees(*k.ast);
+  std::vector<const LazyOp *> order;
+  // post-order, each node once
+  walkOps(*k.ast, [](const LazyOp &) { return true; }, [&](const LazyOp &x) {
+    // (the kernel's own reduce, outside every EXPAND, is not a row value)
+    if ((!isReduceOp(x.op) && x.op != Op::Expand) || !inRows.count(&x)) return;
+    auto [it, fresh] = distinct.emplace(&x, &x);
+    rowCanon[&x] = it->second;
+    if (fresh) order.push_back(&x);
+  });
+  return order;
+}
+
+const Val *KernelEmitter::rowValue(const LazyOp &op) const {
+  auto c = rowCanon.find(&op);
+  if (c == rowCanon.end()) return nullptr;
+  auto v = rowValues.find(c->second);
+  return v == rowValues.end() ? nullptr : &v->second;
+}
+
+Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes) {
+  // A row value is one per row: on lanes, the same in each.
+  auto spread = [&](const Val &v) {
+    if (!lanes || v.v->getType()->isVectorTy()) return v;
+    return Val{b.CreateVectorSplat(static_cast<unsigned>(lanes), v.v), v.dt};
+  };
+  // The value of a node that needs no operands evaluated: a leaf, a row value, the accumulator, an
+  // element a scratch array holds.
+  auto direct = [&](const LazyOp &op) -> std::optional<Val> {
+    if (isBufferOp(op.op)) return lanes ? laneLeaf(op, idxs, lanes) : loadLeaf(op, idxs);
+    if (const Val *v = rowValue(op)) return spread(*v);
+    if (isReduceOp(op.op)) {
+      LAZYJIT_INTERNAL_CHECK(acc, "codegen: reduce evaluated outside its accumulator");
+      return *acc;
+    }
+    LAZYJIT_INTERNAL_CHECK(opTypeOf(op.op) != OpType::Movement, "codegen: {} evaluated before its row value",
+                           opName(op.op));
+    return scratchLoad(op, lanes);
+  };
+  // operands left to right (the order of the instructions), each node once
+  std::unordered_map<const LazyOp *, Val> done;
+  std::vector<Val> operands;
+  walkOps(root, [&](const LazyOp &op) {
+    std::optional<Val> v = direct(op);
+    if (v) done.emplace(&op, *v);
+    return !v;
+  }, [&](const LazyOp &op) {
+    if (done.count(&op)) return;
+    operands.clear();
+    for (const auto &x : op.src) operands.push_back(done.at(x.op.get()));
+    Val v = evalAlu(op, operands);
+    scratchStore(op, lanes, v);
+    done.emplace(&op, v);
+  });
+  return done.at(&root);
+}
+
+Val KernelEmitter::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &, int64_t lanes) {
+  LAZYJIT_INTERNAL_CHECK(false, "codegen: {} on {} lanes in a driver without a vector mode", opName(op.op), lanes);
+  return {};
+}
+
+KernelEmitter::RowScratch *KernelEmitter::scratchOf(const LazyOp &op) {
+  if (!rowIndex || rowScratch.empty()) return nullptr;
+  auto it = rowScratch.find(&op);
+  return it == rowScratch.end() ? nullptr : &it->second;
+}
+
+Value *KernelEmitter::scratchAddress(const RowScratch &sc, int64_t lanes, llvm::Type *&t, llvm::Align &align) {
+  t = lanes ? llvm::VectorType::get(sc.type, static_cast<unsigned>(lanes), false) : sc.type;
+  const llvm::DataLayout &dl = m.getDataLayout();
+  align = lanes ? llvm::Align(std::min<uint64_t>(dl.getTypeAllocSize(t), 64)) : dl.getABITypeAlign(sc.type);
+  return b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
+}
+
+std::optional<Val> KernelEmitter::scratchLoad(const LazyOp &op, int64_t lanes) {
+  RowScratch *sc = scratchOf(op);
+  if (!sc || !sc->filled) return std::nullopt;
+  llvm::Type *t;
+  llvm::Align align;
+  Value *at = scratchAddress(*sc, lanes, t, align);
+  return Val{b.CreateAlignedLoad(t, at, align), dtypeOf(op)};
+}
+
+void KernelEmitter::scratchStore(const LazyOp &op, int64_t lanes, const Val &v) {
+  RowScratch *sc = scratchOf(op);
+  if (!sc) return;
+  llvm::Type *t;
+  llvm::Align align;
+  Value *at = scratchAddress(*sc, lanes, t, align);
+  // the array holds dtypeOf(op), what scratchLoad reads back (a CMPLT's value is a bool)
+  b.CreateAlignedStore(vb.convert(v, dtypeOf(op), false).v, at, align);
+  rowScratchStored.push_back(&op);
+}
+
+Val KernelEmitter::evalAlu(const LazyOp &op, std::vector<Val> s) {
+  DType dt = dtypeOf(op);
+  if (op.op == Op::Cast) {
+    const auto &ca = std::get<CastArg>(op.arg);
+    return ca.bitcast ? vb.bitcast(s[0], ca.dtype) : vb.convert(s[0], ca.dtype, true);
+  }
+  if (op.op == Op::Where) {
+    Value *c = vb.truthy(s[0]);
+    Val y = vb.convert(s[1], dt, false), z = vb.convert(s[2], dt, false);
+    return {b.CreateSelect(c, y.v, z.v), dt};
+  }
+  for (auto &v : s) v = vb.convert(v, dt, false);
+  return vb.alu(op.op, s, dt);
+}
+
+} // namespace lazyjit
