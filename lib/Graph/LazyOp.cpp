@@ -97,6 +97,23 @@ LazyOp::LazyOp(Op op_, std::vector<LazySrc> src_, LazyOpArg arg_)
     hashCombine(h, s.isBuffer() ? std::hash<const void *>{}(s.buf.get()) : s.op->hash());
   hashCombine(h, argHash(arg));
   hash_ = h;
+  // the dtype from the sources', each computed when it was built: O(1) per node, where a walk
+  // over a kernel AST with a memo was a sixth of scheduling a long chain
+  // (a node built with the wrong kind of argument, which the verifier reports, has none)
+  if (isBufferOp(op)) {
+    if (auto *m = std::get_if<MemBuffer>(&arg)) kernelDType_ = m->dtype;
+    if (auto *c = std::get_if<ConstBuffer>(&arg)) kernelDType_ = c->dtype;
+    return;
+  }
+  if (op == Op::Cast && !std::holds_alternative<CastArg>(arg)) return;
+  DType srcs[3];
+  if (src.size() > 3) return;
+  for (size_t i = 0; i < src.size(); ++i) {
+    std::optional<DType> d = src[i].isBuffer() ? std::optional<DType>(src[i].buf->dtype()) : src[i].op->kernelDType_;
+    if (!d) return;
+    srcs[i] = *d;
+  }
+  kernelDType_ = kernelNodeDType(*this, std::span<const DType>(srcs, src.size()));
 }
 
 bool LazyOp::operator==(const LazyOp &o) const {
@@ -412,17 +429,27 @@ std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> sr
 }
 
 std::optional<DType> KernelDTypes::of(const LazyOp &root, const LazyOp **bad) {
+  if (std::optional<DType> dt = root.kernelDType()) return dt;
   if (auto it = memo.find(&root); it != memo.end()) return it->second;
   // a buffer node's dtype is its own (a STORE's operand is not walked); the first node without a
   // dtype, in post-order, is the one reported
   const LazyOp *failed = nullptr;
   std::vector<DType> srcs;
-  walkOps(root, [&](const LazyOp &op) { return !failed && !isBufferOp(op.op) && !memo.count(&op); },
+  // (the walk stops at nodes that know their dtype: below a node without one)
+  auto known = [&](const LazyOp &op) { return op.kernelDType().has_value() || memo.count(&op); };
+  walkOps(root, [&](const LazyOp &op) { return !failed && !isBufferOp(op.op) && (&op == &root || !known(op)); },
           [&](const LazyOp &op) {
-            if (failed || memo.count(&op)) return;
+            if (failed || (&op != &root && known(op))) return;
             srcs.clear();
             if (!isBufferOp(op.op))
-              for (const auto &s : op.src) srcs.push_back(memo.at(s.op.get()));
+              for (const auto &s : op.src) {
+                if (s.isBuffer()) {
+                  srcs.push_back(s.buf->dtype());
+                  continue;
+                }
+                std::optional<DType> d = s.op->kernelDType();
+                srcs.push_back(d ? *d : memo.at(s.op.get()));
+              }
             if (std::optional<DType> dt = kernelNodeDType(op, srcs)) memo.emplace(&op, *dt);
             else failed = &op;
           });

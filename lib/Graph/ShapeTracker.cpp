@@ -160,15 +160,16 @@ static std::optional<View> mergeViews(const View &vm2, const View &vm1) {
   return View::create(vm1.shape, strides, vm2.offset, vm1.mask);
 }
 
-ShapeTracker ShapeTracker::simplify() const {
-  ShapeTracker cur = *this;
-  while (cur.views.size() >= 2) {
-    auto merged = mergeViews(cur.views[cur.views.size() - 2], cur.views.back());
+ShapeTracker ShapeTracker::simplify() const & { return ShapeTracker(*this).simplify(); }
+
+ShapeTracker ShapeTracker::simplify() && {
+  while (views.size() >= 2) {
+    auto merged = mergeViews(views[views.size() - 2], views.back());
     if (!merged) break;
-    cur.views.pop_back();
-    cur.views.back() = *merged;
+    views.pop_back();
+    views.back() = *merged;
   }
-  return cur;
+  return std::move(*this);
 }
 
 std::pair<NodeRef, NodeRef> ShapeTracker::exprIdxs(std::optional<std::vector<NodeRef>> idxs) const {
@@ -259,10 +260,22 @@ std::map<std::string, std::pair<NodeRef, int64_t>> ShapeTracker::varVals() const
   return out;
 }
 
-ShapeTracker ShapeTracker::unbind() const {
+ShapeTracker ShapeTracker::unbind() const & {
   ShapeTracker out;
   for (const auto &v : views) out.views.push_back(v.unbind());
   return out;
+}
+
+ShapeTracker ShapeTracker::unbind() && {
+  auto symbolic = [](const View &v) {
+    auto node = [](const SInt &x) { return !x.isInt(); };
+    bool masked = v.mask && std::any_of(v.mask->begin(), v.mask->end(),
+                                        [&](const auto &m) { return node(m.first) || node(m.second); });
+    return masked || node(v.offset) || std::any_of(v.shape.begin(), v.shape.end(), node) ||
+           std::any_of(v.strides.begin(), v.strides.end(), node);
+  };
+  if (std::none_of(views.begin(), views.end(), symbolic)) return std::move(*this);
+  return static_cast<const ShapeTracker &>(*this).unbind();
 }
 
 size_t ShapeTracker::hash() const {

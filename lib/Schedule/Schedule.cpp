@@ -226,12 +226,12 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
   const LazyOp &op = *opRef;
   const auto &bufs = op.buffers();
   std::vector<std::pair<const LazyBuffer *, std::optional<LazySrc>>> realSrcs;
-  std::unordered_map<const LazyBuffer *, size_t> slotOf;
-  for (LazyBuffer *b : bufs) {
-    slotOf.emplace(b, realSrcs.size());
-    realSrcs.emplace_back(b, std::nullopt);
-  }
+  realSrcs.reserve(bufs.size());
+  for (LazyBuffer *b : bufs) realSrcs.emplace_back(b, std::nullopt);
+  std::unordered_map<const LazyBuffer *, size_t> slotOf; // built when a reduce is merged
   auto slot = [&](const LazyBuffer *b) -> std::optional<LazySrc> * {
+    if (slotOf.empty())
+      for (size_t i = 0; i < realSrcs.size(); ++i) slotOf.emplace(realSrcs[i].first, i);
     auto it = slotOf.find(b);
     return it == slotOf.end() ? nullptr : &realSrcs[it->second].second;
   };
@@ -269,11 +269,14 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
     }
   }
   // reshape all the late ops into the output shape
-  BufferMap mapping;
+  bool identity = extra.empty(); // every source maps to itself: the op is its own AST
   for (auto &[b, src] : realSrcs) {
     if (!src) src = LazySrc(const_cast<LazyBuffer *>(b)->reshape(o, intermediate));
-    mapping.emplace(b, *src);
+    identity = identity && src->isBuffer() && src->buf.get() == b;
   }
+  if (identity) return opRef;
+  BufferMap mapping;
+  for (auto &[b, src] : realSrcs) mapping.emplace(b, *src);
   for (auto &[b, src] : extra) mapping.emplace(b, src);
   LazyOpRef ast = op.mapBuffers(mapping);
   if (intermediate != shape) return LazyOp::make(Op::Reshape, {LazySrc(ast)}, shape);
@@ -312,11 +315,12 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op) {
     auto it = bufIdx.find(x->base());
     if (it != bufIdx.end()) {
       int idx = it->second;
-      replacements.emplace(x, LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{idx, x->dtype(), st})));
+      replacements.emplace(x,
+                           LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{idx, x->dtype(), std::move(st)})));
     } else if (!x->isRealized() && x->base()->op->op == Op::LoadConst) {
       double v = std::get<double>(x->base()->op->arg);
       replacements.emplace(x,
-                           LazySrc(LazyOp::make(Op::Const, {}, ConstBuffer{v, x->dtype(), st})));
+                           LazySrc(LazyOp::make(Op::Const, {}, ConstBuffer{v, x->dtype(), std::move(st)})));
     } else {
       LAZYJIT_INTERNAL_CHECK(false, "schedule: not handled {}", x->repr());
     }

@@ -138,10 +138,15 @@ public:
   /// The ShapeTracker of a LOAD/CONST/STORE node.
   const ShapeTracker &bufferSt() const;
   DType bufferDType() const;
+  /// The dtype this node computes in a kernel (kernelNodeDType, NodeDType.h), computed once when
+  /// the node is built from its sources' (a LazyBuffer source's own dtype); empty when the tree
+  /// holds an op a kernel cannot contain (a load op, a movement op other than EXPAND).
+  std::optional<DType> kernelDType() const { return kernelDType_; }
 
 private:
   friend class LazyBuffer;
   size_t hash_;
+  std::optional<DType> kernelDType_;
   mutable std::vector<LazyBuffer *> buffers_;
   mutable bool buffersDone_ = false;
   // Graph links (LazyBuffer.h), set when a LazyBuffer is created over this op or over an op that

@@ -32,8 +32,9 @@ struct ShapeTracker {
   /// view when it can; otherwise it always adds a view.
   ShapeTracker reshape(const Shape &newShape, bool mergeView = true) const;
 
-  /// Merges the last two views while the result is exact.
-  ShapeTracker simplify() const;
+  /// Merges the last two views while the result is exact. (On a temporary, in place.)
+  ShapeTracker simplify() const &;
+  ShapeTracker simplify() &&;
 
   /// Index and validity expressions over per-dimension index nodes (default: `idx0..idxN-1`).
   std::pair<NodeRef, NodeRef> exprIdxs(std::optional<std::vector<NodeRef>> idxs = std::nullopt) const;
@@ -48,7 +49,10 @@ struct ShapeTracker {
   std::vector<NodeRef> vars() const;
   /// Bound variables: expr name -> (unbound variable, value).
   std::map<std::string, std::pair<NodeRef, int64_t>> varVals() const;
-  ShapeTracker unbind() const;
+  /// The views with every bound variable replaced by its unbound one. (On a temporary without
+  /// symbolic parts, the same tracker, not copied: the scheduler unbinds every leaf it loads.)
+  ShapeTracker unbind() const &;
+  ShapeTracker unbind() &&;
 
   bool operator==(const ShapeTracker &o) const { return views == o.views; }
   bool operator!=(const ShapeTracker &o) const { return !(*this == o); }
