@@ -107,7 +107,8 @@ LazyOp::LazyOp(Op op_, std::vector<LazySrc> src_, LazyOpArg arg_)
   }
   if (op == Op::Cast && !std::holds_alternative<CastArg>(arg)) return;
   DType srcs[3];
-  if (src.size() > 3) return;
+  int arity = opArity(op);
+  if (src.size() > 3 || (arity >= 0 && static_cast<int>(src.size()) < arity)) return;
   for (size_t i = 0; i < src.size(); ++i) {
     std::optional<DType> d = src[i].isBuffer() ? std::optional<DType>(src[i].buf->dtype()) : src[i].op->kernelDType_;
     if (!d) return;

@@ -187,3 +187,24 @@ TEST_CASE("LazyBuffer ops are built under the options they are given, not the co
     CHECK(split->op->src[0].buf->st.views.size() == 1);
   }
 }
+
+TEST_CASE("LazyBuffer dedup cache: a buffer that dies takes its entry with it") {
+  // the entry's weak references would keep the dead buffer's memory until a sweep
+  auto a = emptyBuf(8);
+  size_t before = lazyCacheEntries();
+  auto n = a->e(opts, Op::Neg);
+  auto r = a->reshape(opts, {SInt(2), SInt(4)});
+  CHECK(lazyCacheEntries() == before + 2);
+  CHECK(a->e(opts, Op::Neg) == n); // a hit: no new entry
+  CHECK(lazyCacheEntries() == before + 2);
+  n.reset();
+  CHECK(lazyCacheEntries() == before + 1);
+  r.reset();
+  CHECK(lazyCacheEntries() == before);
+  GraphOptions noCache;
+  noCache.lazyCache = false;
+  auto u = a->e(noCache, Op::Sqrt); // never cached: nothing to take out
+  CHECK(lazyCacheEntries() == before);
+  u.reset();
+  CHECK(lazyCacheEntries() == before);
+}

@@ -174,6 +174,9 @@ LazyBuffer *getMovementRootContiguous(LazyBuffer *x);
 
 /// The number of live entries in the dedup cache (for tests).
 size_t lazyCacheSize();
+/// The number of entries in the dedup cache, live or not, without sweeping: a buffer that dies
+/// takes its entry with it (for tests).
+size_t lazyCacheEntries();
 /// The number of LazyBuffers alive (for tests that check a graph is freed).
 size_t liveLazyBufferCount();
 
