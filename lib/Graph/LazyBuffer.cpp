@@ -406,10 +406,12 @@ bool isUnsafePadOp(Op op) {
   return op == Op::Div || op == Op::CmpLt || op == Op::Log2 || op == Op::Exp2 || op == Op::Recip;
 }
 
-std::vector<LazyBufferRef> pushMovementOps(const GraphOptions &o, const std::vector<LazyBufferRef> &srcs) {
+// In place; a source replaced stays alive until every source is pushed (the reference builds a new
+// tuple while the old one still holds them), so the child counts the later ones see are the same.
+void pushMovementOps(const GraphOptions &o, std::vector<LazyBufferRef> &srcs) {
   const FusionFlags &f = o.fusion;
-  std::vector<LazyBufferRef> out;
-  for (LazyBufferRef x : srcs) {
+  std::vector<LazyBufferRef> replaced;
+  for (LazyBufferRef &x : srcs) {
     std::vector<std::pair<Op, LazyOpArg>> mops;
     LazyBuffer *bx = x.get();
     // backwalk all the movement ops. don't push PAD or EXPAND
@@ -428,12 +430,11 @@ std::vector<LazyBufferRef> pushMovementOps(const GraphOptions &o, const std::vec
         for (const LazyOp *y : bx->op->uniqueOps()) safe = safe && !isUnsafePadOp(y->op);
       if (noPad || safe) {
         std::reverse(mops.begin(), mops.end());
-        x = bx->op->replaceWithMovementOps(o, mops);
+        LazyBufferRef pushed = bx->op->replaceWithMovementOps(o, mops);
+        replaced.push_back(std::exchange(x, std::move(pushed)));
       }
     }
-    out.push_back(std::move(x));
   }
-  return out;
 }
 
 } // namespace
@@ -443,14 +444,16 @@ std::vector<LazyBufferRef> pushMovementOps(const GraphOptions &o, const std::vec
 LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<LazyBufferRef> &rest,
                             LazyOpArg arg) {
   const FusionFlags &f = o.fusion;
-  std::vector<LazyBufferRef> srcs{self()};
+  std::vector<LazyBufferRef> srcs;
+  srcs.reserve(rest.size() + 1);
+  srcs.push_back(self());
   srcs.insert(srcs.end(), rest.begin(), rest.end());
 
   // if we are separated from other binary ops by movement ops, we push those movement ops above
-  if (f.shuffleMovementOps) srcs = pushMovementOps(o, srcs);
+  if (f.shuffleMovementOps) pushMovementOps(o, srcs);
 
-  std::string outDevice = srcs[0]->device;
-  Shape outShape = srcs[0]->shape;
+  const std::string &outDevice = srcs[0]->device;
+  const Shape &outShape = srcs[0]->shape; // (srcs holds srcs[0] until the end)
   DType outDType = srcs[0]->dtype();
   if (eop == Op::Cast) {
     outDType = std::get<CastArg>(arg).dtype;
@@ -495,7 +498,7 @@ LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<Laz
 LazyBufferRef LazyBuffer::reduceOp(const GraphOptions &o, Op rop, const Shape &newShape) {
   if (shape == newShape) return self();
   std::vector<LazyBufferRef> srcs{self()};
-  if (o.fusion.shuffleMovementOps) srcs = pushMovementOps(o, srcs);
+  if (o.fusion.shuffleMovementOps) pushMovementOps(o, srcs);
   Shape unbound;
   for (const auto &s : newShape) unbound.push_back(s.isInt() ? s : SInt(s.node()->unbind()));
   return createLazyBuffer(o, device, ShapeTracker::fromShape(newShape), OpType::Reduce,
