@@ -28,7 +28,8 @@ int main() {
         std::printf("  loadop %d %s\n", i++, std::string(opName(si.kind())).c_str());
         continue;
       }
-      KernelSignature sig = describeKernel(si.ast, TargetSpec::host(config().llvmOptLevel), CompileOptions::from(config()));
+      KernelSignature sig =
+          describeKernel(si.ast, TargetSpec::host(config().llvmOptLevel), CompileOptions::from(config()));
       std::printf("  kernel %d %-24s %d buffers  opts [", i++, sig.name.c_str(), sig.numBuffers);
       for (size_t k = 0; k < sig.opts.size(); ++k) std::printf("%s%s", k ? ", " : "", sig.opts[k].str().c_str());
       std::printf("]\n");

@@ -49,7 +49,7 @@ size_t KernelEmitter::bufIndex(const LazyOp *op) {
 
 DType KernelEmitter::dtypeOf(const LazyOp &op) {
   const LazyOp *bad = nullptr;
-  std::optional<DType> dt = nodeDTypes.of(op, &bad);
+  std::optional<DType> dt = kernelDTypeOf(op, &bad);
   LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} in a kernel AST", opName(bad->op));
   return *dt;
 }

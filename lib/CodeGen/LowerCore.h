@@ -63,7 +63,6 @@ protected:
   std::vector<Value *> bufPtrs;               ///< data0..dataN
   std::map<std::string, Value *> varValues;   ///< index and kernel variables by name
   std::unordered_map<const LazyOp *, size_t> bufIndexOf;
-  KernelDTypes nodeDTypes; ///< each node's dtype (dtypeOf)
   std::map<std::string, Val> loadCache;
   std::unordered_map<std::string, SimplifiedIndex> accessMemo;
   /// The integer type of index arithmetic: i64 unless a driver narrows it (NVPTX uses i32 when

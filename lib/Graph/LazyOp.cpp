@@ -429,36 +429,18 @@ std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> sr
   return std::nullopt;
 }
 
-std::optional<DType> KernelDTypes::of(const LazyOp &root, const LazyOp **bad) {
+std::optional<DType> kernelDTypeOf(const LazyOp &root, const LazyOp **bad) {
   if (std::optional<DType> dt = root.kernelDType()) return dt;
-  if (auto it = memo.find(&root); it != memo.end()) return it->second;
-  // a buffer node's dtype is its own (a STORE's operand is not walked); the first node without a
-  // dtype, in post-order, is the one reported
+  // a node has no dtype when it or a node below it fails kernelNodeDType: the first node in
+  // post-order without one is where (a buffer node's operand is not walked, as no dtype comes
+  // from it)
   const LazyOp *failed = nullptr;
-  std::vector<DType> srcs;
-  // (the walk stops at nodes that know their dtype: below a node without one)
-  auto known = [&](const LazyOp &op) { return op.kernelDType().has_value() || memo.count(&op); };
-  walkOps(root, [&](const LazyOp &op) { return !failed && !isBufferOp(op.op) && (&op == &root || !known(op)); },
+  walkOps(root, [&](const LazyOp &op) { return !failed && !op.kernelDType() && !isBufferOp(op.op); },
           [&](const LazyOp &op) {
-            if (failed || (&op != &root && known(op))) return;
-            srcs.clear();
-            if (!isBufferOp(op.op))
-              for (const auto &s : op.src) {
-                if (s.isBuffer()) {
-                  srcs.push_back(s.buf->dtype());
-                  continue;
-                }
-                std::optional<DType> d = s.op->kernelDType();
-                srcs.push_back(d ? *d : memo.at(s.op.get()));
-              }
-            if (std::optional<DType> dt = kernelNodeDType(op, srcs)) memo.emplace(&op, *dt);
-            else failed = &op;
+            if (!failed && !op.kernelDType()) failed = &op;
           });
-  if (failed) {
-    if (bad) *bad = failed;
-    return std::nullopt;
-  }
-  return memo.at(&root);
+  if (bad) *bad = failed;
+  return std::nullopt;
 }
 
 LazyOpInfo getLazyOpInfo(const LazyOp &ast) {

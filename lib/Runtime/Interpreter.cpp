@@ -128,7 +128,6 @@ private:
   std::vector<std::pair<int, int64_t>> symValues;
   std::vector<int64_t> slots;
   std::unordered_map<const LazyOp *, Leaf> leaves;
-  KernelDTypes dtypes_;
 
   Shape concrete(const Shape &s) const {
     Shape out;
@@ -167,7 +166,7 @@ private:
 
   DType dtypeOf(const LazyOp &op) {
     const LazyOp *bad = nullptr;
-    std::optional<DType> dt = dtypes_.of(op, &bad);
+    std::optional<DType> dt = kernelDTypeOf(op, &bad);
     LAZYJIT_USER_CHECK(dt.has_value(), Error, "interpreter: {} is not allowed in a kernel AST", opName(bad->op));
     return *dt;
   }

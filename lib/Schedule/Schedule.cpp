@@ -389,7 +389,7 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
     // (getLazyOpInfo's shape and dtype, without counting flops: the walk of the whole AST with a
     // structural memo was a tenth of scheduling a long chain)
     const LazyOp *bad = nullptr;
-    std::optional<DType> dt = KernelDTypes().of(*ast, &bad);
+    std::optional<DType> dt = kernelDTypeOf(*ast, &bad);
     LAZYJIT_INTERNAL_CHECK(dt.has_value(), "schedule: {} is not allowed in a kernel AST", opName(bad->op));
     // The buffer's dtype is the max over all sources of its op, the kernel's over the values: a
     // WHERE whose condition has the larger dtype (`bool.gt(0)` is float32) computes its values in

@@ -6,7 +6,6 @@
 
 #include <optional>
 #include <span>
-#include <unordered_map>
 
 namespace lazyjit {
 
@@ -16,16 +15,9 @@ namespace lazyjit {
 /// Empty for ops a kernel cannot contain (movement ops other than EXPAND, load ops).
 std::optional<DType> kernelNodeDType(const LazyOp &op, std::span<const DType> srcs);
 
-/// kernelNodeDType over a kernel AST, each node once (the code generator's and the interpreter's
-/// memo; the FlopCounter computes it beside its other counts).
-class KernelDTypes {
-public:
-  /// The dtype of `op`; empty when its tree holds an op a kernel cannot contain, which `*bad`
-  /// then points to.
-  std::optional<DType> of(const LazyOp &op, const LazyOp **bad = nullptr);
-
-private:
-  std::unordered_map<const LazyOp *, DType> memo;
-};
+/// The dtype of a kernel AST node (LazyOp::kernelDType, computed when the node was built); empty
+/// when its tree holds an op a kernel cannot contain (or a node built malformed), which `*bad` then
+/// points to: the first such node in post-order.
+std::optional<DType> kernelDTypeOf(const LazyOp &op, const LazyOp **bad = nullptr);
 
 } // namespace lazyjit
