@@ -1,7 +1,9 @@
 // The kernel workloads of lazyjit-bench, W1-W7 (and W8 on a GPU): each one built through the public
 // Tensor API, timed realized, and compared with the same computation in Eigen or OpenBLAS.
 #include "Peers.h"
+#include "Training.h"
 #include "Workloads.h"
+#include "lazyjit/Runtime/ThreadPool.h"
 
 #include <cstdint>
 #include <optional>
@@ -15,6 +17,10 @@ int countKernels(const Tensor &t) {
     if (si.isKernel()) ++n;
   return n;
 }
+#ifdef LAZYJIT_BENCH_TORCH
+// libtorch runs on as many threads as lazyjit's pool
+int torchThreads() { return static_cast<int>(ThreadPool::global().size()); }
+#endif
 } // namespace
 
 void sync(const std::string &device) { getDevice(device).synchronize(); }
@@ -102,6 +108,9 @@ Result benchW5(const std::string &id, int64_t n, const std::string &device, bool
 #ifdef LAZYJIT_BENCH_OPENBLAS
   if (!gpu) r.vs["openblas"] = r.rate / blasGemm(static_cast<int>(n), static_cast<int>(n), static_cast<int>(n));
 #endif
+#ifdef LAZYJIT_BENCH_TORCH
+  if (!gpu) r.vs["libtorch"] = torchMatmul(static_cast<int>(n), torchThreads()) / r.t.median;
+#endif
   (void)gpu;
   return r;
 }
@@ -116,6 +125,9 @@ Result benchW6(const Sizes &sz, const std::string &device, bool gpu) {
 #ifdef LAZYJIT_BENCH_OPENBLAS
   if (!gpu) r.vs["openblas"] = r.rate / blasMLP(static_cast<int>(B));
 #endif
+#ifdef LAZYJIT_BENCH_TORCH
+  if (!gpu) r.vs["libtorch"] = torchMLP(static_cast<int>(B), torchThreads()) / r.t.median;
+#endif
   (void)gpu;
   return r;
 }
@@ -129,6 +141,9 @@ Result benchW7(const Sizes &sz, const std::string &device, bool gpu) {
 #ifdef LAZYJIT_BENCH_OPENBLAS
   // the equivalent im2col GEMM: M=64, N=8*56*56, K=576
   if (!gpu) r.vs["openblas"] = r.rate / blasGemm(64, static_cast<int>(N * 56 * 56), 576);
+#endif
+#ifdef LAZYJIT_BENCH_TORCH
+  if (!gpu) r.vs["libtorch"] = torchConv2d(static_cast<int>(N), torchThreads()) / r.t.median;
 #endif
   (void)gpu;
   return r;

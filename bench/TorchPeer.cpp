@@ -1,5 +1,6 @@
-// The libtorch peer of W10/W11: the same models, loss and optimizer in PyTorch's C++ API, timed
-// the same way (first call, 2 warm-ups, 7 timed steps, median). Compiled only when libtorch-dev is
+// The libtorch peer of W5-W7 and W10/W11: the same kernels, and the same models, loss and
+// optimizer, in PyTorch's C++ API, timed the same way (first call, 2 warm-ups, 7 timed calls,
+// median). Compiled only when libtorch-dev is
 // installed; kept in its own file because the torch headers are heavy.
 #include "Training.h"
 
@@ -55,7 +56,29 @@ template <typename M> double timeSteps(M &model, const std::vector<int64_t> &inp
   return t.median;
 }
 
+template <typename F> double timeCalls(int threads, F &&f) {
+  torch::set_num_threads(threads);
+  torch::NoGradGuard noGrad;
+  return timeIt([&] { (void)f(); }).median;
+}
+
 } // namespace
+
+double torchMatmul(int n, int threads) {
+  torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
+  return timeCalls(threads, [&] { return torch::matmul(a, b); });
+}
+
+double torchMLP(int batch, int threads) {
+  torch::Tensor x = torch::rand({batch, 784}), w1 = torch::rand({784, 1024}), w2 = torch::rand({1024, 1024}),
+                w3 = torch::rand({1024, 10});
+  return timeCalls(threads, [&] { return torch::matmul(torch::relu(torch::matmul(torch::relu(torch::matmul(x, w1)), w2)), w3); });
+}
+
+double torchConv2d(int batch, int threads) {
+  torch::Tensor x = torch::rand({batch, 64, 56, 56}), w = torch::rand({64, 64, 3, 3});
+  return timeCalls(threads, [&] { return torch::conv2d(x, w, {}, 1, 1); });
+}
 
 double torchCnnStep(int batch, int threads) {
   CNNImpl m;

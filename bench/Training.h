@@ -20,6 +20,10 @@ Result benchW9d(const std::string &device);
 /// The same steps in libtorch on the CPU with `threads` threads: median seconds per step.
 double torchCnnStep(int batch, int threads);
 double torchMlpStep(int batch, int threads);
+/// W5-W7's kernels in libtorch (no autograd), `threads` threads: median seconds per call.
+double torchMatmul(int n, int threads);
+double torchMLP(int batch, int threads);
+double torchConv2d(int batch, int threads);
 #endif
 
 } // namespace lazyjit::bench

@@ -296,10 +296,13 @@ std::string kernelSummary(const Kernel &k) {
   std::string optStr;
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
   std::string shape = renderShape(k.fullShape());
-  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}", k.name(),
+  std::string packed;
+  for (size_t i : k.packedBufs) packed += fmt::format("{}{}", packed.empty() ? "" : ", ", i);
+  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
-                     k.streamingStores ? "\n  stores streaming" : "");
+                     k.streamingStores ? "\n  stores streaming" : "",
+                     k.packDepth >= 0 ? fmt::format("\n  packs buffers [{}] before axis {}", packed, k.packDepth) : "");
 }
 
 KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts) {

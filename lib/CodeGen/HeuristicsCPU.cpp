@@ -308,6 +308,90 @@ bool reduceVectorize(Kernel &k) {
   return true;
 }
 
+// Whether neither the index nor the validity of buffer `buf` moves along `axis`.
+bool independentOf(const Kernel &k, size_t buf, size_t axis) {
+  auto rs = k.sts[buf].realStrides(false);
+  return rs[axis] && rs[axis]->isInt() && rs[axis]->asInt() == 0;
+}
+
+// The most a kernel's packed panels may take: they live on the stack of the thread running it, as
+// a row kernel's scratch arrays do (LowerCPU.h).
+constexpr int64_t kMaxPanelBytes = 256 * 1024;
+
+// Packed panels (Kernel::packDepth) for a register-tiled reduce: the reduce's inputs that move
+// along the vector axis and not along the tile's rows (the right-hand side B of A @ B, the image
+// of a convolution) are copied once per value of the global axes they depend on, and the copy is
+// read by every iteration of the global loops inside those (the row blocks of A @ B, the output
+// channels of a convolution). Needs the packed values of every reduce step to fit the stack
+// budget and the copy to be read at least 4 times.
+void choosePanelPacking(Kernel &k) {
+  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
+  const Shape &full = k.fullShape(), &out = k.outputShape();
+  if (fr == 0 || !k.reduceop) return;
+  // the lowering's vector axis is the last output-upcast axis (LowerCPU.cpp), unless the last
+  // upcast axis is a reduce axis it takes as dot products
+  int vecAxis = -1;
+  std::vector<int> tileAxes;
+  int64_t combos = 1, steps = 1;
+  for (int a = firstUpcast; a < n; ++a) {
+    if (!full[a].isInt()) return;
+    if (!pyEq(full[a], out[a])) {
+      combos *= full[a].asInt();
+    } else {
+      if (vecAxis >= 0) tileAxes.push_back(vecAxis);
+      vecAxis = a;
+    }
+  }
+  if (vecAxis < 0 || tileAxes.empty()) return;
+  if (!pyEq(full[n - 1], out[n - 1]) && full[n - 1].asInt() >= 8 && full[n - 1].asInt() <= 64) return;
+  for (int a = fr; a < firstUpcast; ++a) {
+    if (!full[a].isInt()) return;
+    steps *= full[a].asInt();
+  }
+  std::vector<bool> inReduce = reduceInputs(k);
+  std::vector<size_t> packed;
+  int64_t bytes = 0;
+  for (size_t i = 1; i < k.bufs.size(); ++i) {
+    if (k.bufs[i]->op == Op::Const || !inReduce[i] || independentOf(k, i, static_cast<size_t>(vecAxis))) continue;
+    if (std::any_of(tileAxes.begin(), tileAxes.end(), [&](int a) { return !independentOf(k, i, static_cast<size_t>(a)); }))
+      continue;
+    packed.push_back(i);
+    bytes += steps * combos * full[vecAxis].asInt() * k.bufs[i]->bufferDType().itemsize();
+  }
+  if (packed.empty() || bytes > kMaxPanelBytes) return;
+  auto dependent = [&](int a) {
+    return std::any_of(packed.begin(), packed.end(), [&](size_t i) { return !independentOf(k, i, static_cast<size_t>(a)); });
+  };
+  // the panel is read once per iteration of the global axes the packed buffers do not move along:
+  // those become the innermost global loops and the panel is packed before the first of them.
+  // Axis 0 is what the threads share: it moves inward only for an axis at least as long (or of 16)
+  std::vector<int> order, inner;
+  for (int a = 0; a < fr; ++a) (dependent(a) ? order : inner).push_back(a);
+  auto extent = [&](int a) { return full[a].isInt() ? full[a].asInt() : 0; };
+  if (!order.empty() && !inner.empty() && inner[0] == 0 && extent(order[0]) < std::min<int64_t>(16, extent(0))) {
+    inner.erase(inner.begin());
+    order.insert(order.begin(), 0);
+  }
+  int depth = static_cast<int>(order.size());
+  int64_t reuse = 1;
+  for (int a : inner) reuse *= extent(a);
+  if (reuse < 4) return;
+  order.insert(order.end(), inner.begin(), inner.end());
+  // the permutation as swaps: where each original axis is now
+  std::vector<int> at(static_cast<size_t>(fr));
+  for (int a = 0; a < fr; ++a) at[static_cast<size_t>(a)] = a;
+  for (int pos = 0; pos < fr; ++pos) {
+    int cur = at[static_cast<size_t>(order[static_cast<size_t>(pos)])];
+    if (cur == pos) continue;
+    k.applyOpt({OptOp::Swap, pos, cur});
+    for (int &p : at)
+      if (p == pos) p = cur;
+      else if (p == cur) p = pos;
+  }
+  k.packDepth = depth;
+  k.packedBufs = std::move(packed);
+}
+
 } // namespace
 
 void applyCPURowHeuristics(Kernel &k) {
@@ -412,6 +496,7 @@ void applyCPUHeuristics(Kernel &k) {
   }
   // matmul-like: the vector-axis tiles become the outermost (and threaded) loop
   if (tile && vecRemains && vecAxis != 0 && vecAxis < k.globalDims()) k.applyOpt({OptOp::Swap, 0, vecAxis});
+  if (tile) choosePanelPacking(k);
 }
 
 } // namespace lazyjit

@@ -113,6 +113,62 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   };
   bool vec = vecAxis >= 0;
 
+  // packed panels (Kernel::packDepth): before the global loop over axis packDepth, each packed
+  // buffer's vector for every reduce step and unrolled reduce combination is loaded (masked,
+  // gathered, as the reduce would) and stored to the buffer's panel, in the order the reduce loop
+  // reads them; the reduce loop below then loads them from there
+  if (vec && !vecReduce && k.reduceop && k.packDepth >= 0 && k.packDepth < fr && !k.packedBufs.empty()) {
+    int64_t steps = 1;
+    for (int a = fr; a < firstUpcast; ++a) steps *= full[a].asInt();
+    panelCombos = static_cast<int64_t>(redCombos.size());
+    {
+      IRBuilderBase::InsertPointGuard guard(b);
+      b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+      for (size_t bi : k.packedBufs) {
+        Type *t = vb.regType(k.bufs[bi]->bufferDType());
+        AllocaInst *a = b.CreateAlloca(ArrayType::get(t, static_cast<uint64_t>(steps * panelCombos * lanes)), nullptr,
+                                       "panel" + std::to_string(bi));
+        a->setAlignment(Align(64));
+        panels.emplace(bi, Panel{a, t});
+      }
+    }
+    globalHookAxis = k.packDepth;
+    globalHook = [&, steps] {
+      std::string bufs;
+      for (size_t bi : k.packedBufs) bufs += (bufs.empty() ? "" : ", ") + std::to_string(bi);
+      note("pack buffer{} {}: {} reduce steps x {} x {} lanes", k.packedBufs.size() == 1 ? "" : "s", bufs, steps,
+           panelCombos, lanes);
+      TraceIndent packing(trace);
+      // the packed buffers do not move along the global axes from packDepth on
+      std::vector<NodeRef> ix = idxs;
+      for (int a = k.packDepth; a < fr; ++a) ix[a] = numNode(0);
+      std::function<void(int, Value *)> packLoops = [&](int axis2, Value *step) {
+        if (axis2 < firstUpcast) {
+          std::string name = "pidx" + std::to_string(axis2);
+          ix[axis2] = variable(name, 0, full[axis2] - 1);
+          loop(name, i64(0), renderSInt(full[axis2]), false, {}, [&, axis2, step](Value *iv, const std::vector<Value *> &) {
+            varValues[name] = iv;
+            packLoops(axis2 + 1, b.CreateAdd(b.CreateMul(step, i64(full[axis2].asInt())), iv));
+            return std::vector<Value *>{};
+          });
+          return;
+        }
+        note("store {} vector{}", redCombos.size() * k.packedBufs.size(),
+             redCombos.size() * k.packedBufs.size() == 1 ? "" : "s");
+        for (size_t c = 0; c < redCombos.size(); ++c) {
+          std::vector<NodeRef> jx = ix;
+          setUpcast(jx, outCombos[0], &redCombos[c]);
+          for (size_t bi : k.packedBufs) {
+            Val v = laneLeaf(*k.bufs[bi], jx, lanes);
+            b.CreateAlignedStore(v.v, panelAddress(panels.at(bi), step, static_cast<int64_t>(c)),
+                                 panelAlign(v.dt));
+          }
+        }
+      };
+      packLoops(fr, i64(0));
+    };
+  }
+
   // the innermost part: accumulate (if there is a reduce) and store every output-upcast element
   auto inner = [&] {
     std::vector<Val> accs;
@@ -137,14 +193,24 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         std::vector<Value *> next = cur;
         const LazyOp &src = *k.reduceop->src[0].op;
         Op alu = rop == Op::Sum ? Op::Add : Op::Max;
-        note("accumulate {} value{}{}", outCombos.size() * redCombos.size(),
-             outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : "");
+        note("accumulate {} value{}{}{}", outCombos.size() * redCombos.size(),
+             outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : "",
+             panels.empty() ? "" : ", packed buffers from their panels");
+        if (!panels.empty()) {
+          panelReads = true;
+          panelStep = i64(0);
+          for (int a = fr; a < firstUpcast; ++a)
+            panelStep = b.CreateAdd(b.CreateMul(panelStep, i64(full[a].asInt())),
+                                    asI64(varValues.at("ridx" + std::to_string(a))));
+        }
         for (size_t o = 0; o < outCombos.size(); ++o)
-          for (const auto &rc : redCombos) {
+          for (size_t c = 0; c < redCombos.size(); ++c) {
             std::vector<NodeRef> ix = idxs;
-            setUpcast(ix, outCombos[o], &rc);
+            setUpcast(ix, outCombos[o], &redCombos[c]);
+            panelCombo = static_cast<int64_t>(c);
             next[o] = accumulate(alu, eval(src, ix, nullptr, vec ? lanes : 0), next[o], rdt);
           }
+        panelReads = false;
         return next;
       };
       std::vector<Value *> finals = reduceLoops(fr, init);
@@ -187,6 +253,11 @@ void CPULowerer::globalLoops(int count, std::vector<NodeRef> &idxs, Value *start
 
 void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, Value *start, Value *stop,
                             const std::function<void()> &body) {
+  if (axis == globalHookAxis && globalHook) {
+    auto hook = std::move(globalHook);
+    globalHook = nullptr;
+    hook();
+  }
   if (axis >= endAxis) {
     body();
     return;
@@ -211,6 +282,17 @@ void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, V
     outerLoops(axis + 1, endAxis, idxs, start, stop, body);
     return std::vector<Value *>{};
   });
+}
+
+Value *CPULowerer::panelAddress(const Panel &p, Value *step, int64_t combo) {
+  Value *off = b.CreateAdd(b.CreateMul(step, i64(panelCombos * lanes)), i64(combo * lanes));
+  return b.CreateInBoundsGEP(p.type, p.ptr, off);
+}
+
+Align CPULowerer::panelAlign(DType dt) const {
+  // a vector's offset in its panel is a multiple of its size; the panel is 64-byte aligned
+  uint64_t bytes = static_cast<uint64_t>(lanes * dt.itemsize());
+  return Align(std::min<uint64_t>(64, bytes & (~bytes + 1)));
 }
 
 void CPULowerer::emitRangeFunction(const std::string &symbol) {

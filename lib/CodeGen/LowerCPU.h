@@ -58,6 +58,23 @@ private:
   void outerLoops(int axis, int end, std::vector<NodeRef> &idxs, Value *start, Value *stop,
                   const std::function<void()> &body);
   void emitRangeFunction(const std::string &symbol);
+  /// Runs once where the loop over global axis `globalHookAxis` is about to be emitted (the
+  /// packing of Kernel::packDepth).
+  int globalHookAxis = -1;
+  std::function<void()> globalHook;
+
+  // ---- packed panels (Kernel::packDepth): a buffer's values along the vector axis for every
+  // reduce step, copied to a per-thread array that the reduce loop then reads ----
+  struct Panel {
+    Value *ptr;
+    llvm::Type *type; ///< the element type
+  };
+  std::unordered_map<size_t, Panel> panels; ///< by buffer index
+  bool panelReads = false;                  ///< laneLeaf reads the packed buffers from their panels
+  Value *panelStep = nullptr;               ///< the reduce step (row-major over the reduce loops)
+  int64_t panelCombo = 0, panelCombos = 1;  ///< the unrolled reduce combination, and their count
+  Value *panelAddress(const Panel &p, Value *step, int64_t combo);
+  llvm::Align panelAlign(DType dt) const;
 
   // ---- vector mode: the last output-upcast axis as one LLVM vector (LowerCPUVector.cpp) ----
   int vecAxis = -1;

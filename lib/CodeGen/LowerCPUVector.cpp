@@ -281,8 +281,17 @@ Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, 
 Val CPULowerer::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int64_t n) {
   LAZYJIT_INTERNAL_CHECK(n == lanes, "codegen: a leaf on {} lanes in vector mode of {}", n, lanes);
   size_t bi = bufIndex(&op);
-  auto [idx, valid] = access(bi, idxs);
   DType dt = op.bufferDType();
+  if (panelReads)
+    if (auto panel = panels.find(bi); panel != panels.end()) {
+      std::string key = fmt::format("p{}|{}", bi, panelCombo);
+      if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
+      Type *vt = VectorType::get(panel->second.type, static_cast<unsigned>(lanes), false);
+      Val out{b.CreateAlignedLoad(vt, panelAddress(panel->second, panelStep, panelCombo), panelAlign(dt)), dt};
+      loadCache[key] = out;
+      return out;
+    }
+  auto [idx, valid] = access(bi, idxs);
   std::string key = "v" + std::to_string(bi) + "|" + idx->key() + "|" + valid->key();
   if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
   Val out{nullptr, dt};

@@ -71,6 +71,15 @@ public:
   bool streamingStores = false;
   /// CPU: every load and store index is checked at run time (CompileOptions::bounds).
   bool boundsCheck = false;
+  /// CPU register-tiled reduces (matmul, convolution): the buffers among `bufs` (indices) that the
+  /// reduce reads along the vector axis but not along the register tile's rows (the right-hand
+  /// side's panel) are copied, in the order the reduce loop reads them, into a contiguous
+  /// per-thread array before the loop over global axis `packDepth`; every iteration of that loop
+  /// and of the global loops inside it then reads the copy (OpenBLAS's packed panels: a panel of a
+  /// row-major matrix is a column of cache lines a power of two apart, which the caches' sets
+  /// cannot hold). -1: nothing is packed. Chosen by the CPU heuristics.
+  int packDepth = -1;
+  std::vector<size_t> packedBufs;
 
   size_t shapeLen() const { return sts[0].shape().size(); }
   const Shape &fullShape() const { return sts[fullBufIndex].shape(); }

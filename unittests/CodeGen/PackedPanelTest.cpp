@@ -1,0 +1,121 @@
+// Packed panels (Kernel::packDepth): a register-tiled reduce copies the input it reads along the
+// vector axis (B of A @ B, the image of a convolution) into a per-thread array before the loops
+// that reuse it. Each case checks that the kernel packs (or does not, where the panel would not fit
+// or would not be reused) and that its values equal the unoptimized kernel's, with and without
+// bounds checking.
+#include "lazyjit/CodeGen/Compiler.h"
+#include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Support/Config.h"
+#include "lazyjit/Tensor/Tensor.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace lazyjit;
+
+namespace {
+
+Tensor rnd(Shape s, uint64_t seed) {
+  Tensor::manualSeed(seed);
+  Tensor t = Tensor::rand(s).sub(0.5);
+  t.realize();
+  return t;
+}
+
+std::vector<double> run(const std::function<Tensor()> &build, bool noopt, bool bounds) {
+  Config c = config();
+  c.noopt = noopt;
+  c.bounds = bounds;
+  ScopedConfig scope(c);
+  return build().cast(dtypes::float64).toVector<double>();
+}
+
+// The summary of the last kernel the tensor's schedule runs, as `lazyjit-dump --emit=kernel`
+// prints it.
+std::string lastKernel(const Tensor &t) {
+  auto sched = schedule(t.lazydata());
+  REQUIRE(sched.back().isKernel());
+  return describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::from(config())).kernelSummary;
+}
+
+struct Case {
+  const char *name;
+  std::function<Tensor()> build;
+  bool packs;
+  const char *where = nullptr; // "packs buffers [i] before axis d", when it must be this
+};
+
+} // namespace
+
+TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptimized kernel does") {
+  Tensor a = rnd({64, 48}, 1), b = rnd({48, 96}, 2), bias = rnd({96}, 3), cols25 = rnd({48, 25}, 4);
+  Tensor big = rnd({3, 64, 64}, 5), img = rnd({2, 4, 10, 12}, 6), w = rnd({32, 4, 3, 3}, 7);
+  Tensor g = rnd({48, 96}, 8), x48 = rnd({48, 64}, 9), odd = rnd({40, 36}, 10), odd2 = rnd({36, 50}, 11);
+  Tensor img20 = rnd({1, 3, 20, 36}, 16), w5 = rnd({64, 3, 5, 5}, 17);
+  Tensor a64 = a.cast(dtypes::float64), b64 = b.cast(dtypes::float64);
+  a64.realize();
+  b64.realize();
+  Tensor longK = rnd({64, 4096}, 12), longKb = rnd({4096, 64}, 13), few = rnd({16, 64}, 14), sq = rnd({64, 64}, 15);
+  std::vector<Case> cases = {
+      // B (buffer 2) is packed once per column block (axis 0) and read by every row block
+      {"matmul 64x48 @ 48x96", [&] { return a.matmul(b); }, true, "packs buffers [2] before axis 1"},
+      {"matmul + bias + relu", [&] { return a.matmul(b).add(bias).relu(); }, true},
+      {"matmul with 25 columns (a masked panel)", [&] { return a.matmul(cols25); }, true},
+      {"odd matmul 40x36 @ 36x50", [&] { return odd.matmul(odd2); }, true},
+      {"batched matmul: a panel per batch", [&] { return big.matmul(big); }, true},
+      {"A^T @ B (a weight gradient's layout)", [&] { return x48.transpose(0, 1).matmul(g); }, true},
+      {"float64 matmul", [&] { return a64.matmul(b64); }, true},
+      {"max over a broadcast product", [&] { return a.reshape({64, 48, 1}).mul(b.reshape({1, 48, 96})).max(std::vector<int64_t>{1}); }, true},
+      // the image is packed per output row and read by the 4 blocks of 8 output channels
+      {"conv2d 3x3 pad 1, 32 output channels", [&] { return img.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, true},
+      {"conv2d 5x5, 64 output channels", [&] { return img20.conv2d(w5); }, true},
+      // a panel of 4096 reduce steps x 32 lanes (512 KiB) does not fit the stack budget
+      {"matmul with K = 4096", [&] { return longK.matmul(longKb); }, false},
+      // two row blocks would read the panel twice: not worth a copy
+      {"matmul with 16 rows", [&] { return few.matmul(sq); }, false},
+  };
+  for (const auto &cs : cases) {
+    std::string name = cs.name;
+    CAPTURE(name);
+    std::string summary = lastKernel(cs.build());
+    CAPTURE(summary);
+    CHECK((summary.find("packs buffers") != std::string::npos) == cs.packs);
+    if (cs.where) CHECK(summary.find(cs.where) != std::string::npos);
+    std::vector<double> ref = run(cs.build, true, false);
+    for (bool bounds : {false, true}) {
+      CAPTURE(bounds);
+      std::vector<double> got = run(cs.build, false, bounds);
+      REQUIRE(got.size() == ref.size());
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < ref.size(); ++i)
+        if (std::fabs(ref[i] - got[i]) > 1e-4 * std::max(1.0, std::fabs(ref[i])) && bad++ == 0) first = i;
+      CHECK_MESSAGE(bad == 0, bad, " elements differ, the first at ", first, ": ", ref[first], " vs ", got[first]);
+    }
+  }
+}
+
+TEST_CASE("Packed panels: the loop nest packs before the loops that reuse the panel") {
+  // --emit=loops' view of a packed matmul: the pack loop inside the column blocks, then the row
+  // blocks whose reduce reads the panel
+  Tensor a = Tensor::empty({256, 256}), b = Tensor::empty({256, 256});
+  auto sched = schedule(a.matmul(b).lazydata());
+  REQUIRE(sched.back().isKernel());
+  std::string loops = emitKernelText(sched.back().ast, TargetSpec::host(), CompileOptions{}, IRStage::Loops);
+  CAPTURE(loops);
+  size_t col = loops.find("for gidx0"), pack = loops.find("pack buffer 2"), row = loops.find("for gidx1"),
+         reads = loops.find("packed buffers from their panels");
+  REQUIRE(col != std::string::npos);
+  REQUIRE(pack != std::string::npos);
+  REQUIRE(row != std::string::npos);
+  REQUIRE(reads != std::string::npos);
+  CHECK(col < pack);
+  CHECK(pack < row);
+  CHECK(row < reads);
+  // NOOPT packs nothing
+  CompileOptions noopt;
+  noopt.noopt = true;
+  std::string plain = emitKernelText(sched.back().ast, TargetSpec::host(), noopt, IRStage::Loops);
+  CHECK(plain.find("pack") == std::string::npos);
+}
