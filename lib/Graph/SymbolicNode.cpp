@@ -124,7 +124,11 @@ std::shared_ptr<const NodeClass> internClass(NodeClass::Key key) {
   std::lock_guard lock(t.mu);
   auto [lo, hi] = t.map.equal_range(h);
   for (auto it = lo; it != hi && !found; ++it)
-    if (it->second->key == key) found = it->second->weak_from_this().lock(); // empty while dying
+    // empty while dying. Through the non-const weak_from_this: libstdc++ converts a weak_ptr<T> to
+    // weak_ptr<const T> by locking it, and that temporary owner, released here under the lock, is
+    // the last one when another thread drops its reference meanwhile: ~NodeClass then takes this
+    // mutex on the thread that holds it (a deadlock seen compiling kernels on two threads)
+    if (it->second->key == key) found = const_cast<NodeClass *>(it->second)->weak_from_this().lock();
   if (!found) {
     found = std::make_shared<NodeClass>(std::move(key), h);
     t.map.emplace(h, found.get());
