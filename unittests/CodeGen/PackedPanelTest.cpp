@@ -1,6 +1,6 @@
 // Packed panels (Kernel::packDepth): a register-tiled reduce copies the input it reads along the
 // vector axis (B of A @ B, the image of a convolution) into a per-thread array before the loops
-// that reuse it. Each case checks that the kernel packs (or does not, where the panel would not fit
+// that reuse it; an input read across the vector axis (B of A @ B^T) is gathered into it. Each case checks that the kernel packs (or does not, where the panel would not fit
 // or would not be reused) and that its values equal the unoptimized kernel's, with and without
 // bounds checking.
 #include "lazyjit/CodeGen/Compiler.h"
@@ -50,24 +50,31 @@ struct Case {
 } // namespace
 
 TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptimized kernel does") {
-  Tensor a = rnd({64, 48}, 1), b = rnd({48, 96}, 2), bias = rnd({96}, 3), cols25 = rnd({48, 25}, 4);
-  Tensor big = rnd({3, 64, 64}, 5), img = rnd({2, 4, 10, 12}, 6), w = rnd({32, 4, 3, 3}, 7);
-  Tensor g = rnd({48, 96}, 8), x48 = rnd({48, 64}, 9), odd = rnd({40, 36}, 10), odd2 = rnd({36, 50}, 11);
-  Tensor img20 = rnd({1, 3, 20, 36}, 16), w5 = rnd({64, 3, 5, 5}, 17);
+  Tensor a = rnd({64, 160}, 1), b = rnd({160, 96}, 2), bias = rnd({96}, 3), cols25 = rnd({160, 25}, 4);
+  Tensor big = rnd({3, 64, 160}, 5), big2 = rnd({3, 160, 64}, 20), img = rnd({2, 16, 10, 28}, 6), w = rnd({32, 16, 3, 3}, 7);
+  Tensor g = rnd({160, 96}, 8), xt = rnd({160, 64}, 9), odd = rnd({40, 136}, 10), odd2 = rnd({136, 50}, 11);
+  Tensor img20 = rnd({2, 8, 20, 36}, 16), w5 = rnd({64, 8, 5, 5}, 17);
+  Tensor shortA = rnd({64, 48}, 21), shortB = rnd({48, 96}, 22);
+  Tensor lin = rnd({96, 160}, 18), lin25 = rnd({25, 160}, 19);
   Tensor a64 = a.cast(dtypes::float64), b64 = b.cast(dtypes::float64);
   a64.realize();
   b64.realize();
-  Tensor longK = rnd({64, 4096}, 12), longKb = rnd({4096, 64}, 13), few = rnd({16, 64}, 14), sq = rnd({64, 64}, 15);
+  Tensor longK = rnd({64, 4096}, 12), longKb = rnd({4096, 64}, 13), few = rnd({16, 160}, 14), sq = rnd({160, 64}, 15);
   std::vector<Case> cases = {
       // B (buffer 2) is packed once per column block (axis 0) and read by every row block
-      {"matmul 64x48 @ 48x96", [&] { return a.matmul(b); }, true, "packs buffers [2] before axis 1"},
+      {"matmul 64x160 @ 160x96", [&] { return a.matmul(b); }, true, "packs buffers [2] before axis 1"},
       {"matmul + bias + relu", [&] { return a.matmul(b).add(bias).relu(); }, true},
       {"matmul with 25 columns (a masked panel)", [&] { return a.matmul(cols25); }, true},
-      {"odd matmul 40x36 @ 36x50", [&] { return odd.matmul(odd2); }, true},
-      {"batched matmul: a panel per batch", [&] { return big.matmul(big); }, true},
-      {"A^T @ B (a weight gradient's layout)", [&] { return x48.transpose(0, 1).matmul(g); }, true},
+      {"odd matmul 40x136 @ 136x50", [&] { return odd.matmul(odd2); }, true},
+      {"batched matmul: a panel per batch", [&] { return big.matmul(big2); }, true},
+      {"A^T @ B (a weight gradient's layout)", [&] { return xt.transpose(0, 1).matmul(g); }, true},
+      // B read across the vector axis: its lanes are gathered into the panel, once per column block
+      {"A @ B^T (nn.Linear's x @ W.T): a gathered panel", [&] { return a.matmul(lin.transpose(0, 1)).add(bias).relu(); },
+       true, "packs buffers [2] before axis 1"},
+      {"A^T @ B^T", [&] { return xt.transpose(0, 1).matmul(lin.transpose(0, 1)); }, true},
+      {"A @ B^T with 25 columns (gathered and masked)", [&] { return a.matmul(lin25.transpose(0, 1)); }, true},
       {"float64 matmul", [&] { return a64.matmul(b64); }, true},
-      {"max over a broadcast product", [&] { return a.reshape({64, 48, 1}).mul(b.reshape({1, 48, 96})).max(std::vector<int64_t>{1}); }, true},
+      {"max over a broadcast product", [&] { return a.reshape({64, 160, 1}).mul(b.reshape({1, 160, 96})).max(std::vector<int64_t>{1}); }, true},
       // the image is packed per output row and read by the 4 blocks of 8 output channels
       {"conv2d 3x3 pad 1, 32 output channels", [&] { return img.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, true},
       {"conv2d 5x5, 64 output channels", [&] { return img20.conv2d(w5); }, true},
@@ -75,6 +82,8 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       {"matmul with K = 4096", [&] { return longK.matmul(longKb); }, false},
       // two row blocks would read the panel twice: not worth a copy
       {"matmul with 16 rows", [&] { return few.matmul(sq); }, false},
+      // 48 reduce steps x 32 lanes (6 KiB) stay in L1 as they are read: not worth a copy
+      {"matmul with K = 48", [&] { return shortA.matmul(shortB); }, false},
   };
   for (const auto &cs : cases) {
     std::string name = cs.name;
