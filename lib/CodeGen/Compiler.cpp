@@ -302,7 +302,10 @@ std::string kernelSummary(const Kernel &k) {
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
                      k.streamingStores ? "\n  stores streaming" : "",
-                     k.packDepth >= 0 ? fmt::format("\n  packs buffers [{}] before axis {}", packed, k.packDepth) : "");
+                     k.packDepth < 0   ? ""
+                     : k.packBlock ? fmt::format("\n  packs buffers [{}] before axis {}, axis {} in blocks of {}", packed,
+                                                 k.packDepth, k.firstReduce(), k.packBlock)
+                                   : fmt::format("\n  packs buffers [{}] before axis {}", packed, k.packDepth));
 }
 
 KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts) {

@@ -12,6 +12,7 @@
 // vectorizer, which handles them well, as are kernels with transcendental math; only large
 // element-wise outputs are upcast by a cache line, to be written with streaming stores.
 #include "Heuristics.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 
 #include <algorithm>
 #include <optional>
@@ -320,6 +321,23 @@ constexpr int64_t kMaxPanelBytes = 256 * 1024;
 // A smaller panel stays in L1 as it is read, a line per reduce step: copying it gains nothing.
 constexpr int64_t kMinPanelBytes = 16 * 1024;
 
+// Whether the reduce can run in blocks whose partial results wait in the output buffer
+// (Kernel::packBlock): a SUM or MAX of the output's dtype, stored without reading any buffer after
+// it (the partial results are stored raw, and the element-wise ops after the reduce run on the
+// last block only).
+bool canBlockReduce(const Kernel &k) {
+  if (!k.reduceop || (k.reduceop->op != Op::Sum && k.reduceop->op != Op::ReduceMax)) return false;
+  auto rdt = k.reduceop->kernelDType();
+  if (!rdt || !(*rdt == k.bufs[0]->bufferDType())) return false;
+  bool reads = false;
+  walkOps(*k.ast->src[0].op, [&](const LazyOp &op) {
+    if (&op == k.reduceop) return false;
+    reads = reads || op.op == Op::Load;
+    return !reads;
+  }, [](const LazyOp &) {});
+  return !reads;
+}
+
 // Packed panels (Kernel::packDepth) for a register-tiled reduce: the reduce's inputs that move
 // along the vector axis and not along the tile's rows (the right-hand side B of A @ B, the image
 // of a convolution) are copied once per value of the global axes they depend on, and the copy is
@@ -360,7 +378,16 @@ void choosePanelPacking(Kernel &k) {
     packed.push_back(i);
     bytes += steps * combos * full[vecAxis].asInt() * k.bufs[i]->bufferDType().itemsize();
   }
-  if (packed.empty() || bytes > kMaxPanelBytes || bytes < kMinPanelBytes) return;
+  if (packed.empty() || bytes < kMinPanelBytes) return;
+  // too large a panel: the first reduce axis in blocks whose panels fit, where it can be blocked
+  int64_t block = 0;
+  if (bytes > kMaxPanelBytes) {
+    if (fr == firstUpcast || !canBlockReduce(k)) return;
+    int64_t outer = full[fr].asInt(), perStep = bytes / outer;
+    for (int64_t b = outer / 2; b >= 1 && !block; --b)
+      if (outer % b == 0 && b * perStep <= kMaxPanelBytes) block = b;
+    if (block == 0 || block * perStep < kMinPanelBytes) return;
+  }
   auto dependent = [&](int a) {
     return std::any_of(packed.begin(), packed.end(), [&](size_t i) { return !independentOf(k, i, static_cast<size_t>(a)); });
   };
@@ -391,6 +418,7 @@ void choosePanelPacking(Kernel &k) {
   }
   k.packDepth = depth;
   k.packedBufs = std::move(packed);
+  k.packBlock = block;
 }
 
 // The vector axis `vec` of a kernel, padded (PADTO) to whole vectors where it can be, and for a

@@ -118,8 +118,9 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   // gathered, as the reduce would) and stored to the buffer's panel, in the order the reduce loop
   // reads them; the reduce loop below then loads them from there
   if (vec && !vecReduce && k.reduceop && k.packDepth >= 0 && k.packDepth < fr && !k.packedBufs.empty()) {
+    // (a blocked reduce packs one block of the first reduce axis at a time)
     int64_t steps = 1;
-    for (int a = fr; a < firstUpcast; ++a) steps *= full[a].asInt();
+    for (int a = fr; a < firstUpcast; ++a) steps *= a == fr && k.packBlock ? k.packBlock : full[a].asInt();
     panelCombos = static_cast<int64_t>(redCombos.size());
     {
       IRBuilderBase::InsertPointGuard guard(b);
@@ -133,7 +134,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       }
     }
     globalHookAxis = k.packDepth;
-    globalHook = [&, steps] {
+    auto pack = [&, steps] {
       std::string bufs;
       for (size_t bi : k.packedBufs) bufs += (bufs.empty() ? "" : ", ") + std::to_string(bi);
       note("pack buffer{} {}: {} reduce steps x {} x {} lanes", k.packedBufs.size() == 1 ? "" : "s", bufs, steps,
@@ -146,9 +147,13 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         if (axis2 < firstUpcast) {
           std::string name = "pidx" + std::to_string(axis2);
           ix[axis2] = variable(name, 0, full[axis2] - 1);
-          loop(name, i64(0), renderSInt(full[axis2]), false, {}, [&, axis2, step](Value *iv, const std::vector<Value *> &) {
+          bool blocked = axis2 == fr && kBlockStart;
+          Value *lo = blocked ? kBlockStart : i64(0);
+          Value *hi = blocked ? blockEnd() : renderSInt(full[axis2]);
+          loop(name, lo, hi, false, {}, [&, axis2, step, lo](Value *iv, const std::vector<Value *> &) {
             varValues[name] = iv;
-            packLoops(axis2 + 1, b.CreateAdd(b.CreateMul(step, i64(full[axis2].asInt())), iv));
+            Value *rel = axis2 == fr && kBlockStart ? b.CreateSub(iv, lo) : iv;
+            packLoops(axis2 + 1, b.CreateAdd(b.CreateMul(step, i64(full[axis2].asInt())), rel));
             return std::vector<Value *>{};
           });
           return;
@@ -167,6 +172,25 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       };
       packLoops(fr, i64(0));
     };
+    globalHookAxis = k.packDepth;
+    globalHook = [&, pack](const std::function<void()> &rest) {
+      if (!k.packBlock) {
+        pack();
+        rest();
+        return;
+      }
+      // the first reduce axis in blocks: each block's panel, then the loops that read it
+      int64_t blocks = full[fr].asInt() / k.packBlock;
+      loop("kblock", i64(0), i64(blocks), false, {}, [&](Value *kb, const std::vector<Value *> &) {
+        kBlock = kb;
+        kBlockStart = b.CreateMul(kb, i64(k.packBlock), "kblock.start");
+        if (trace) trace->names[kBlockStart] = fmt::format("kblock*{}", k.packBlock);
+        pack();
+        rest();
+        return std::vector<Value *>{};
+      });
+      kBlock = kBlockStart = nullptr;
+    };
   }
 
   // the innermost part: accumulate (if there is a reduce) and store every output-upcast element
@@ -178,12 +202,29 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       std::vector<Value *> init;
       for (size_t o = 0; o < outCombos.size(); ++o)
         init.push_back(vec ? splat(vb.reduceInit(rop, rdt).v) : vb.reduceInit(rop, rdt).v);
-      note("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(rop));
+      note("{} accumulator{} ({}){}", init.size(), init.size() == 1 ? "" : "s", opName(rop),
+           kBlock ? ", from buffer 0 after the first block" : "");
+      if (kBlock) {
+        // a blocked reduce continues from the sums the blocks before stored in the output
+        Value *first = b.CreateICmpEQ(kBlock, i64(0));
+        for (size_t o = 0; o < outCombos.size(); ++o) {
+          std::vector<NodeRef> ix = idxs;
+          for (int a = fr; a < firstUpcast; ++a) ix[a] = numNode(0);
+          setUpcast(ix, outCombos[o], nullptr);
+          init[o] = b.CreateSelect(first, init[o], vb.convert(vecLoadOutput(ix), rdt, false).v);
+        }
+      }
       std::function<std::vector<Value *>(int, const std::vector<Value *> &)> reduceLoops =
           [&](int axis2, const std::vector<Value *> &cur) -> std::vector<Value *> {
         if (axis2 < firstUpcast) {
           std::string name = "ridx" + std::to_string(axis2);
           idxs[axis2] = variable(name, 0, full[axis2] - 1);
+          if (axis2 == fr && kBlockStart) // this block of the first reduce axis
+            return loop(name, kBlockStart, blockEnd(), false, cur,
+                        [&, axis2](Value *iv, const std::vector<Value *> &c) {
+                          varValues[name] = iv;
+                          return reduceLoops(axis2 + 1, c);
+                        });
           return loop(name, i64(0), renderSInt(full[axis2]), mayBeEmpty(full[axis2]), cur,
                       [&, axis2](Value *iv, const std::vector<Value *> &c) {
                         varValues[name] = iv;
@@ -199,9 +240,11 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         if (!panels.empty()) {
           panelReads = true;
           panelStep = i64(0);
-          for (int a = fr; a < firstUpcast; ++a)
-            panelStep = b.CreateAdd(b.CreateMul(panelStep, i64(full[a].asInt())),
-                                    asI64(varValues.at("ridx" + std::to_string(a))));
+          for (int a = fr; a < firstUpcast; ++a) {
+            Value *iv = asI64(varValues.at("ridx" + std::to_string(a)));
+            if (a == fr && kBlockStart) iv = b.CreateSub(iv, kBlockStart);
+            panelStep = b.CreateAdd(b.CreateMul(panelStep, i64(full[a].asInt())), iv);
+          }
         }
         for (size_t o = 0; o < outCombos.size(); ++o)
           for (size_t c = 0; c < redCombos.size(); ++c) {
@@ -223,12 +266,40 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     }
     // late buffers are read with the reduce indices zeroed
     for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
+    BasicBlock *blockDone = nullptr;
+    if (kBlock) {
+      // a block before the last stores its sums as they are; the last one stores the result
+      BasicBlock *partial = BasicBlock::Create(ctx, "kblock.partial", fn), *last = BasicBlock::Create(ctx, "kblock.last", fn);
+      blockDone = BasicBlock::Create(ctx, "kblock.stored", fn);
+      b.CreateCondBr(b.CreateICmpEQ(kBlock, i64(full[fr].asInt() / k.packBlock - 1)), last, partial);
+      b.SetInsertPoint(partial);
+      note("blocks before the last:");
+      {
+        TraceIndent partialStores(trace);
+        auto saved = loadCache;
+        for (size_t o = 0; o < outCombos.size(); ++o) {
+          std::vector<NodeRef> ix = idxs;
+          setUpcast(ix, outCombos[o], nullptr);
+          vecStore(ix, accs[o]);
+        }
+        loadCache = std::move(saved);
+      }
+      b.CreateBr(blockDone);
+      b.SetInsertPoint(last);
+      note("the last block:");
+    }
+    TraceIndent lastStores(kBlock ? trace : nullptr);
     if (outCombos.size() > 1) note("unrolled: {} outputs", outCombos.size());
     for (size_t o = 0; o < outCombos.size(); ++o) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, outCombos[o], nullptr);
       if (vec && !vecReduce) vecStore(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o], lanes));
       else storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
+    }
+    if (blockDone) {
+      loadCache.clear(); // (values of the last block's branch do not dominate what follows)
+      b.CreateBr(blockDone);
+      b.SetInsertPoint(blockDone);
     }
   };
 
@@ -256,7 +327,8 @@ void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, V
   if (axis == globalHookAxis && globalHook) {
     auto hook = std::move(globalHook);
     globalHook = nullptr;
-    hook();
+    hook([&] { outerLoops(axis, endAxis, idxs, start, stop, body); });
+    return;
   }
   if (axis >= endAxis) {
     body();
@@ -282,6 +354,12 @@ void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, V
     outerLoops(axis + 1, endAxis, idxs, start, stop, body);
     return std::vector<Value *>{};
   });
+}
+
+Value *CPULowerer::blockEnd() {
+  Value *end = b.CreateAdd(kBlockStart, i64(k.packBlock), "kblock.end");
+  if (trace) trace->names[end] = fmt::format("kblock*{}+{}", k.packBlock, k.packBlock);
+  return end;
 }
 
 Value *CPULowerer::panelAddress(const Panel &p, Value *step, int64_t combo) {

@@ -61,7 +61,8 @@ private:
   /// Runs once where the loop over global axis `globalHookAxis` is about to be emitted (the
   /// packing of Kernel::packDepth).
   int globalHookAxis = -1;
-  std::function<void()> globalHook;
+  /// Called with the emitter of the loops from that axis on, which it must call once.
+  std::function<void(const std::function<void()> &)> globalHook;
 
   // ---- packed panels (Kernel::packDepth): a buffer's values along the vector axis for every
   // reduce step, copied to a per-thread array that the reduce loop then reads ----
@@ -73,7 +74,14 @@ private:
   bool panelReads = false;                  ///< laneLeaf reads the packed buffers from their panels
   Value *panelStep = nullptr;               ///< the reduce step (row-major over the reduce loops)
   int64_t panelCombo = 0, panelCombos = 1;  ///< the unrolled reduce combination, and their count
+  /// Kernel::packBlock: the current block of the first reduce axis and its first index (null
+  /// when the reduce is not blocked).
+  Value *kBlock = nullptr, *kBlockStart = nullptr;
+  Value *blockEnd(); ///< kBlockStart + Kernel::packBlock
   Value *panelAddress(const Panel &p, Value *step, int64_t combo);
+  /// The output's vector at per-axis indices (a blocked reduce's partial results), masked as the
+  /// store is.
+  Val vecLoadOutput(const std::vector<NodeRef> &idxs);
   llvm::Align panelAlign(DType dt) const;
 
   // ---- vector mode: the last output-upcast axis as one LLVM vector (LowerCPUVector.cpp) ----

@@ -334,6 +334,20 @@ Val CPULowerer::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int
   return out;
 }
 
+Val CPULowerer::vecLoadOutput(const std::vector<NodeRef> &idxs) {
+  DType dt = k.bufs[0]->memBuffer().dtype;
+  auto [idx, valid] = access(0, idxs);
+  if (valid->isNum() && valid->num == 0) return Val{vecZero(dt), dt};
+  NodeRef base;
+  LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector load of the output is not contiguous");
+  Type *et = vb.regType(dt), *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
+  if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
+  Value *p = b.CreateGEP(et, bufPtrs[0], asI64(render(*base)));
+  Align align(dt.itemsize());
+  if (valid->isNum()) return Val{b.CreateAlignedLoad(vt, p, align), dt};
+  return Val{b.CreateMaskedLoad(vt, p, align, maskFor(valid), vecZero(dt)), dt};
+}
+
 void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   DType outDt = k.bufs[0]->memBuffer().dtype;
   auto [idx, valid] = access(0, idxs);

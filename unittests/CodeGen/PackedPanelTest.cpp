@@ -54,6 +54,7 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
   Tensor big = rnd({3, 64, 160}, 5), big2 = rnd({3, 160, 64}, 20), img = rnd({2, 16, 10, 28}, 6), w = rnd({32, 16, 3, 3}, 7);
   Tensor g = rnd({160, 96}, 8), xt = rnd({160, 64}, 9), odd = rnd({40, 136}, 10), odd2 = rnd({136, 50}, 11);
   Tensor img20 = rnd({2, 8, 20, 36}, 16), w5 = rnd({64, 8, 5, 5}, 17);
+  Tensor longK2 = rnd({32, 8192}, 23), cols25k = rnd({8192, 25}, 24), bias64 = rnd({64}, 25);
   Tensor shortA = rnd({64, 48}, 21), shortB = rnd({48, 96}, 22);
   Tensor lin = rnd({96, 160}, 18), lin25 = rnd({25, 160}, 19);
   Tensor a64 = a.cast(dtypes::float64), b64 = b.cast(dtypes::float64);
@@ -78,8 +79,18 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       // the image is packed per output row and read by the 4 blocks of 8 output channels
       {"conv2d 3x3 pad 1, 32 output channels", [&] { return img.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, true},
       {"conv2d 5x5, 64 output channels", [&] { return img20.conv2d(w5); }, true},
-      // a panel of 4096 reduce steps x 32 lanes (512 KiB) does not fit the stack budget
-      {"matmul with K = 4096", [&] { return longK.matmul(longKb); }, false},
+      // a panel of 4096 reduce steps x 32 lanes (512 KiB) does not fit the stack budget: the reduce
+      // runs in blocks, each block's partial sums kept in the output
+      {"matmul with K = 4096: blocks of the reduce", [&] { return longK.matmul(longKb); }, true, "in blocks of"},
+      {"relu(x @ w) with K = 4096: the relu on the last block", [&] { return longK.matmul(longKb).relu().mul(2); }, true,
+       "in blocks of"},
+      {"max over a broadcast product with K = 4096", [&] {
+         return longK.reshape({64, 4096, 1}).mul(longKb.reshape({1, 4096, 64})).max(std::vector<int64_t>{1});
+       }, true, "in blocks of"},
+      {"matmul with K = 8192 and 25 columns: masked partial sums", [&] { return longK2.matmul(cols25k); }, true,
+       "in blocks of"},
+      // a buffer read after the reduce (the bias) cannot run on partial sums: not blocked, not packed
+      {"x @ w + bias with K = 4096", [&] { return longK.matmul(longKb).add(bias64); }, false},
       // two row blocks would read the panel twice: not worth a copy
       {"matmul with 16 rows", [&] { return few.matmul(sq); }, false},
       // 48 reduce steps x 32 lanes (6 KiB) stay in L1 as they are read: not worth a copy

@@ -80,6 +80,12 @@ public:
   /// cannot hold). -1: nothing is packed. Chosen by the CPU heuristics.
   int packDepth = -1;
   std::vector<size_t> packedBufs;
+  /// With packed panels: when a panel of every reduce step would not fit, the first reduce axis
+  /// runs in blocks of this many steps (0: in one), each block's panel packed in turn; the sums
+  /// of the blocks before the last are kept in the output buffer (OpenBLAS's K blocking), so only
+  /// a SUM or MAX whose output has the accumulator's dtype and whose result is stored without
+  /// reading another buffer is blocked.
+  int64_t packBlock = 0;
 
   size_t shapeLen() const { return sts[0].shape().size(); }
   const Shape &fullShape() const { return sts[fullBufIndex].shape(); }
