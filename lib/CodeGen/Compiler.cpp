@@ -7,6 +7,7 @@
 #include "GPULaunch.h"
 #include "LowerKernel.h"
 #include "VectorMath.h"
+#include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/Logging.h"
@@ -22,6 +23,7 @@
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/xxhash.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
@@ -139,14 +141,16 @@ bool checksBounds(const CompileOptions &o, const TargetSpec &t) {
 }
 
 std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptions &o) {
-  size_t h = ast.hash();
-  hashCombine(h, std::hash<std::string>{}(t.key()));
-  hashCombine(h, noOptimizations(o));
-  hashCombine(h, checksBounds(o, t));
-  if (!o.mergeView) hashCombine(h, std::hash<std::string>{}("MERGE_VIEW=0"));
+  // A digest of the whole program's text: the AST as the disk cache identifies it (astKey), the
+  // target and the options. LazyOp::hash is a hash-table hash and collides (two cast kernels of
+  // shapes (64, 2048) and (64, 3072) hash alike), and two programs named alike cannot both be
+  // linked into the process's JIT ("Duplicate definition of symbol").
+  std::string text = astKey(ast);
+  text += fmt::format("\n{}\nnoopt={} bounds={} mergeView={}", t.key(), noOptimizations(o) ? 1 : 0,
+                      checksBounds(o, t) ? 1 : 0, o.mergeView ? 1 : 0);
   if (o.applyOpts && !noOptimizations(o))
-    for (const auto &opt : *o.applyOpts) hashCombine(h, std::hash<std::string>{}(opt.str()));
-  return fmt::format("lj_{:016x}", static_cast<uint64_t>(h));
+    for (const auto &opt : *o.applyOpts) text += "\n" + opt.str();
+  return fmt::format("lj_{:016x}", llvm::xxh3_64bits(llvm::StringRef(text)));
 }
 
 std::string moduleText(const llvm::Module &m) {

@@ -133,7 +133,6 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         panels.emplace(bi, Panel{a, t});
       }
     }
-    globalHookAxis = k.packDepth;
     auto pack = [&, steps] {
       std::string bufs;
       for (size_t bi : k.packedBufs) bufs += (bufs.empty() ? "" : ", ") + std::to_string(bi);

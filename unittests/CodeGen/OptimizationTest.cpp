@@ -256,3 +256,26 @@ TEST_CASE("CPU optimizations: CodeGen follows the options it is given, not the c
   CHECK_FALSE(explicitOpts.boundsChecked);
   CHECK(explicitOpts.symbol != configured.symbol);
 }
+
+TEST_CASE("Kernel symbols: programs whose AST hashes collide get their own symbols and both run") {
+  // LazyOp::hash is a hash-table hash: these two cast kernels hash alike. A symbol derived from it
+  // named both programs alike, and linking the second into the process's JIT threw "Duplicate
+  // definition of symbol".
+  Tensor a = rnd({64, 2048}, 31), b = rnd({64, 3072}, 32);
+  Tensor ca = a.cast(dtypes::float64), cb = b.cast(dtypes::float64);
+  auto sa = schedule(ca.lazydata()), sb = schedule(cb.lazydata());
+  REQUIRE(sa.back().isKernel());
+  REQUIRE(sb.back().isKernel());
+  CompileOptions o = CompileOptions::from(config());
+  CHECK(describeKernel(sa.back().ast, TargetSpec::host(), o).symbol !=
+        describeKernel(sb.back().ast, TargetSpec::host(), o).symbol);
+  std::vector<double> va, vb;
+  REQUIRE_NOTHROW(va = ca.toVector<double>());
+  REQUIRE_NOTHROW(vb = cb.toVector<double>());
+  std::vector<float> fa = a.toVector<float>(), fb = b.toVector<float>();
+  REQUIRE(va.size() == fa.size());
+  REQUIRE(vb.size() == fb.size());
+  CHECK(va.front() == static_cast<double>(fa.front()));
+  CHECK(va.back() == static_cast<double>(fa.back()));
+  CHECK(vb.back() == static_cast<double>(fb.back()));
+}

@@ -96,13 +96,18 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       // 48 reduce steps x 32 lanes (6 KiB) stay in L1 as they are read: not worth a copy
       {"matmul with K = 48", [&] { return shortA.matmul(shortB); }, false},
   };
+  // the sizes assume AVX-512's 32-lane tiles and padding; elsewhere only the values are checked
+  bool avx512 = TargetSpec::host().features.find("+avx512f") != std::string::npos;
+  if (!avx512) MESSAGE("no AVX-512 on this host: the packing decisions are not checked, the values are");
   for (const auto &cs : cases) {
     std::string name = cs.name;
     CAPTURE(name);
     std::string summary = lastKernel(cs.build());
     CAPTURE(summary);
-    CHECK((summary.find("packs buffers") != std::string::npos) == cs.packs);
-    if (cs.where) CHECK(summary.find(cs.where) != std::string::npos);
+    if (avx512) {
+      CHECK((summary.find("packs buffers") != std::string::npos) == cs.packs);
+      if (cs.where) CHECK(summary.find(cs.where) != std::string::npos);
+    }
     std::vector<double> ref = run(cs.build, true, false);
     for (bool bounds : {false, true}) {
       CAPTURE(bounds);
@@ -119,6 +124,10 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
 TEST_CASE("Packed panels: the loop nest packs before the loops that reuse the panel") {
   // --emit=loops' view of a packed matmul: the pack loop inside the column blocks, then the row
   // blocks whose reduce reads the panel
+  if (TargetSpec::host().features.find("+avx512f") == std::string::npos) {
+    MESSAGE("skipped: no AVX-512 on this host (the 256x256 matmul's panel is sized for 32 lanes)");
+    return;
+  }
   Tensor a = Tensor::empty({256, 256}), b = Tensor::empty({256, 256});
   auto sched = schedule(a.matmul(b).lazydata());
   REQUIRE(sched.back().isKernel());
