@@ -142,23 +142,21 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       // the packed buffers do not move along the global axes from packDepth on
       std::vector<NodeRef> ix = idxs;
       for (int a = k.packDepth; a < fr; ++a) ix[a] = numNode(0);
-      std::function<void(int, Value *)> packLoops = [&](int axis2, Value *step) {
+      std::function<void(int)> packLoops = [&](int axis2) {
         if (axis2 < firstUpcast) {
           std::string name = "pidx" + std::to_string(axis2);
           ix[axis2] = variable(name, 0, full[axis2] - 1);
-          bool blocked = axis2 == fr && kBlockStart;
-          Value *lo = blocked ? kBlockStart : i64(0);
-          Value *hi = blocked ? blockEnd() : renderSInt(full[axis2]);
-          loop(name, lo, hi, false, {}, [&, axis2, step, lo](Value *iv, const std::vector<Value *> &) {
+          auto [lo, hi] = reduceAxisBounds(axis2, fr);
+          loop(name, lo, hi, false, {}, [&, axis2](Value *iv, const std::vector<Value *> &) {
             varValues[name] = iv;
-            Value *rel = axis2 == fr && kBlockStart ? b.CreateSub(iv, lo) : iv;
-            packLoops(axis2 + 1, b.CreateAdd(b.CreateMul(step, i64(full[axis2].asInt())), rel));
+            packLoops(axis2 + 1);
             return std::vector<Value *>{};
           });
           return;
         }
         note("store {} vector{}", redCombos.size() * k.packedBufs.size(),
              redCombos.size() * k.packedBufs.size() == 1 ? "" : "s");
+        Value *step = reduceStep("pidx", fr, firstUpcast);
         for (size_t c = 0; c < redCombos.size(); ++c) {
           std::vector<NodeRef> jx = ix;
           setUpcast(jx, outCombos[0], &redCombos[c]);
@@ -169,7 +167,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
           }
         }
       };
-      packLoops(fr, i64(0));
+      packLoops(fr);
     };
     globalHookAxis = k.packDepth;
     globalHook = [&, pack](const std::function<void()> &rest) {
@@ -218,13 +216,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
         if (axis2 < firstUpcast) {
           std::string name = "ridx" + std::to_string(axis2);
           idxs[axis2] = variable(name, 0, full[axis2] - 1);
-          if (axis2 == fr && kBlockStart) // this block of the first reduce axis
-            return loop(name, kBlockStart, blockEnd(), false, cur,
-                        [&, axis2](Value *iv, const std::vector<Value *> &c) {
-                          varValues[name] = iv;
-                          return reduceLoops(axis2 + 1, c);
-                        });
-          return loop(name, i64(0), renderSInt(full[axis2]), mayBeEmpty(full[axis2]), cur,
+          auto [lo, hi] = reduceAxisBounds(axis2, fr);
+          return loop(name, lo, hi, !(axis2 == fr && kBlockStart) && mayBeEmpty(full[axis2]), cur,
                       [&, axis2](Value *iv, const std::vector<Value *> &c) {
                         varValues[name] = iv;
                         return reduceLoops(axis2 + 1, c);
@@ -238,12 +231,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
              panels.empty() ? "" : ", packed buffers from their panels");
         if (!panels.empty()) {
           panelReads = true;
-          panelStep = i64(0);
-          for (int a = fr; a < firstUpcast; ++a) {
-            Value *iv = asI64(varValues.at("ridx" + std::to_string(a)));
-            if (a == fr && kBlockStart) iv = b.CreateSub(iv, kBlockStart);
-            panelStep = b.CreateAdd(b.CreateMul(panelStep, i64(full[a].asInt())), iv);
-          }
+          panelStep = reduceStep("ridx", fr, firstUpcast);
         }
         for (size_t o = 0; o < outCombos.size(); ++o)
           for (size_t c = 0; c < redCombos.size(); ++c) {
@@ -355,10 +343,22 @@ void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, V
   });
 }
 
-Value *CPULowerer::blockEnd() {
+std::pair<Value *, Value *> CPULowerer::reduceAxisBounds(int axis, int fr) {
+  if (axis != fr || !kBlockStart) return {i64(0), renderSInt(k.fullShape()[axis])};
+  // this block of the first reduce axis
   Value *end = b.CreateAdd(kBlockStart, i64(k.packBlock), "kblock.end");
   if (trace) trace->names[end] = fmt::format("kblock*{}+{}", k.packBlock, k.packBlock);
-  return end;
+  return {kBlockStart, end};
+}
+
+Value *CPULowerer::reduceStep(const std::string &prefix, int fr, int firstUpcast) {
+  Value *step = i64(0);
+  for (int a = fr; a < firstUpcast; ++a) {
+    Value *iv = asI64(varValues.at(prefix + std::to_string(a)));
+    if (a == fr && kBlockStart) iv = b.CreateSub(iv, kBlockStart);
+    step = b.CreateAdd(b.CreateMul(step, i64(k.fullShape()[a].asInt())), iv);
+  }
+  return step;
 }
 
 Value *CPULowerer::panelAddress(const Panel &p, Value *step, int64_t combo) {

@@ -77,11 +77,23 @@ private:
   /// Kernel::packBlock: the current block of the first reduce axis and its first index (null
   /// when the reduce is not blocked).
   Value *kBlock = nullptr, *kBlockStart = nullptr;
-  Value *blockEnd(); ///< kBlockStart + Kernel::packBlock
+  /// The range of reduce axis `axis` (`fr`: the first reduce axis): the whole axis, or the
+  /// current block of the first one.
+  std::pair<Value *, Value *> reduceAxisBounds(int axis, int fr);
+  /// A panel's reduce step, row-major over the reduce loops [fr, firstUpcast) whose counters are
+  /// named `prefix` + axis, counted from the start of the current block.
+  Value *reduceStep(const std::string &prefix, int fr, int firstUpcast);
   Value *panelAddress(const Panel &p, Value *step, int64_t combo);
   /// The output's vector at per-axis indices (a blocked reduce's partial results), masked as the
   /// store is.
   Val vecLoadOutput(const std::vector<NodeRef> &idxs);
+  /// Where the output's vector at per-axis indices starts, its first lane's index and its
+  /// validity, its lanes bounds-checked (vecStore and vecLoadOutput); empty where it is never valid.
+  struct OutputVector {
+    Value *ptr;
+    NodeRef base, valid;
+  };
+  std::optional<OutputVector> outputVector(const std::vector<NodeRef> &idxs);
   llvm::Align panelAlign(DType dt) const;
 
   // ---- vector mode: the last output-upcast axis as one LLVM vector (LowerCPUVector.cpp) ----

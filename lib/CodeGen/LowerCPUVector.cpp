@@ -334,34 +334,38 @@ Val CPULowerer::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int
   return out;
 }
 
+std::optional<CPULowerer::OutputVector> CPULowerer::outputVector(const std::vector<NodeRef> &idxs) {
+  auto [idx, valid] = access(0, idxs);
+  if (valid->isNum() && valid->num == 0) return std::nullopt;
+  NodeRef base;
+  LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: the output's vector is not contiguous");
+  if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
+  Value *p = b.CreateInBoundsGEP(vb.regType(k.bufs[0]->memBuffer().dtype), bufPtrs[0], asI64(render(*base)));
+  return OutputVector{p, base, valid};
+}
+
 Val CPULowerer::vecLoadOutput(const std::vector<NodeRef> &idxs) {
   DType dt = k.bufs[0]->memBuffer().dtype;
-  auto [idx, valid] = access(0, idxs);
-  if (valid->isNum() && valid->num == 0) return Val{vecZero(dt), dt};
-  NodeRef base;
-  LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector load of the output is not contiguous");
-  Type *et = vb.regType(dt), *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
-  if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
-  Value *p = b.CreateGEP(et, bufPtrs[0], asI64(render(*base)));
+  auto out = outputVector(idxs);
+  if (!out) return Val{vecZero(dt), dt};
+  Type *vt = VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false);
   Align align(dt.itemsize());
-  if (valid->isNum()) return Val{b.CreateAlignedLoad(vt, p, align), dt};
-  return Val{b.CreateMaskedLoad(vt, p, align, maskFor(valid), vecZero(dt)), dt};
+  if (out->valid->isNum()) return Val{b.CreateAlignedLoad(vt, out->ptr, align), dt};
+  return Val{b.CreateMaskedLoad(vt, out->ptr, align, maskFor(out->valid), vecZero(dt)), dt};
 }
 
 void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   DType outDt = k.bufs[0]->memBuffer().dtype;
-  auto [idx, valid] = access(0, idxs);
-  if (valid->isNum() && valid->num == 0) return;
-  NodeRef base;
-  LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: vector store is not contiguous");
+  auto out = outputVector(idxs);
+  if (!out) return;
+  const NodeRef &valid = out->valid;
+  Value *p = out->ptr;
   Val x = vb.convert(v, outDt, true);
-  if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
-  Value *p = b.CreateInBoundsGEP(vb.regType(outDt), bufPtrs[0], asI64(render(*base)));
   Align align(outDt.itemsize());
   // a streaming store needs a whole, aligned cache line: buffers are 64-byte aligned, so the
   // first lane's index must be a multiple of the lane count
   int64_t lineBytes = lanes * outDt.itemsize();
-  SInt rem = mod(SInt(base), SInt(lanes));
+  SInt rem = mod(SInt(out->base), SInt(lanes));
   bool aligned = rem.isInt() ? rem.asInt() == 0 : rem.node()->isNum() && rem.node()->num == 0;
   bool streaming = k.streamingStores && valid->isNum() && lineBytes == 64 && aligned;
   note("store buffer 0: <{} x {}>{}", lanes, outDt.name(), streaming ? ", streaming" : valid->isNum() ? "" : ", masked");
