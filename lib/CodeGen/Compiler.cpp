@@ -271,8 +271,6 @@ Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const Compile
   }
   ko.mergeView = opts.mergeView;
   Kernel k(ast, ko);
-  LAZYJIT_USER_CHECK(!k.rowKernel || target.kind == TargetSpec::Kind::CPU, UnsupportedError,
-                     "codegen: {} is a row kernel (OPT=5), which only the CPU lowering supports", k.name());
   k.boundsCheck = checksBounds(opts, target);
   if (noOptimizations(opts)) return k;
   if (opts.applyOpts)
@@ -302,9 +300,10 @@ std::string kernelSummary(const Kernel &k) {
   std::string shape = renderShape(k.fullShape());
   std::string packed;
   for (size_t i : k.packedBufs) packed += fmt::format("{}{}", packed.empty() ? "" : ", ", i);
-  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}", k.name(),
+  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
+                     k.rowThreads ? fmt::format("\n  row threads {} per block", k.rowThreads) : "",
                      k.streamingStores ? "\n  stores streaming" : "",
                      k.packDepth < 0   ? ""
                      : k.packBlock ? fmt::format("\n  packs buffers [{}] before axis {}, axis {} in blocks of {}", packed,

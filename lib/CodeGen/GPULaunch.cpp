@@ -74,12 +74,23 @@ int64_t sharedElementBytes(DType dt) {
   return dt.itemsize();
 }
 
+int64_t rowElements(const Kernel &k) {
+  int64_t e = 1;
+  for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {
+    LAZYJIT_INTERNAL_CHECK(k.fullShape()[a].isInt(), "codegen: row kernel {} has a symbolic row axis", k.name());
+    e *= k.fullShape()[a].asInt();
+  }
+  return e;
+}
+
 GPULaunch gpuLaunch(const Kernel &k) {
   GPULaunch l;
   int gd = k.globalDims(), fr = k.firstReduce(), ng = static_cast<int>(k.groupForReduce.size());
   std::vector<int64_t> gmax = k.opts.globalMax, lmax = k.opts.localMax;
   if (gmax.empty()) gmax = {2147483647, 65535, 65535};
   if (lmax.empty()) lmax = {1024, 1024, 64};
+  // a row kernel: the axes before its rows (and before its reduce axes, if any) are the grid
+  if (k.rowKernel) gd = k.reduceop ? fr : k.rowStart;
 
   l.grid = groupAxes(k, 0, gd);
   if (!fits(l.grid, gmax) && !l.grid.empty()) {
@@ -93,6 +104,17 @@ GPULaunch gpuLaunch(const Kernel &k) {
                      "codegen: kernel {} needs a grid of {} blocks, more than CUDA allows", k.name(),
                      describe(l.grid));
 
+  if (k.rowKernel) {
+    l.threads = std::max<int64_t>(1, k.rowThreads);
+    LAZYJIT_USER_CHECK(l.threads <= std::min<int64_t>(lmax[0], kMaxThreadsPerBlock), UnsupportedError,
+                       "codegen: row kernel {} asks for {} threads per block; CUDA allows at most {}", k.name(),
+                       l.threads, std::min<int64_t>(lmax[0], kMaxThreadsPerBlock));
+    if (l.threads > 1) {
+      l.block.push_back(GPUDim{{}, l.threads});
+      l.sharedBytes = l.threads * kRowSharedSlotBytes;
+    }
+    return l;
+  }
   l.block = groupAxes(k, gd, fr + ng);
   for (const auto &d : l.block) {
     LAZYJIT_USER_CHECK(d.size.isInt(), UnsupportedError, "codegen: kernel {} has a symbolic block size {}",

@@ -34,6 +34,14 @@ struct GPULaunch {
 inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 inline constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 
+/// GPU row kernels (OPT=5) run a block per row (per output element when the kernel has a reduce
+/// outside its EXPANDs). The row axes (ints: the scheduler fuses only rows of a known length) are
+/// flattened and their elements dealt round-robin to the block's threads. This is their number.
+int64_t rowElements(const Kernel &k);
+/// The shared memory of a GPU row kernel: one array of `threads` 8-byte slots, which each reduce
+/// of the row uses in turn.
+inline constexpr int64_t kRowSharedSlotBytes = 8;
+
 /// The launch mapping of a kernel built for an NVPTX target. Throws UnsupportedError if its block
 /// exceeds CUDA's limits (the heuristics never produce one; hand-applied opts can) or its grid
 /// cannot fit them.

@@ -10,6 +10,8 @@ namespace lazyjit {
 void applyCPUHeuristics(Kernel &k);
 /// CPU row kernels (OPT=5): vector stores of the output pass, streaming when the output is large.
 void applyCPURowHeuristics(Kernel &k);
+/// GPU row kernels (OPT=5): the threads of the block each row runs on.
+void applyGPURowHeuristics(Kernel &k);
 /// GPU: global/local sizes, grouped reductions through shared memory, upcasts.
 void applyGPUHeuristics(Kernel &k);
 

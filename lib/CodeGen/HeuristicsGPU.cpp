@@ -236,6 +236,15 @@ void locals(Kernel &k) {
 
 } // namespace
 
+void applyGPURowHeuristics(Kernel &k) {
+  // enough threads that each reads a few of the row's elements, as a power of two for the tree
+  // that combines their partials; 256 keeps 8 warps per row, as the grouped reduces do
+  constexpr int64_t kRowThreads = 256;
+  int64_t elems = rowElements(k), t = 1;
+  while (t < kRowThreads && t < elems) t *= 2;
+  k.rowThreads = t;
+}
+
 void applyGPUHeuristics(Kernel &k) {
   if (k.shapeLen() == 0) return;
   if (k.opts.hasShared && matvec(k)) return;

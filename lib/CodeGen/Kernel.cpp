@@ -371,8 +371,12 @@ void Kernel::padTo(int64_t axis, int64_t amt) {
 
 void Kernel::handCodedOptimizations() {
   if (rowKernel) {
-    // no OptOps: the lowering runs the row's passes; the CPU chooses how the output is written
-    if (!opts.hasLocal) applyCPURowHeuristics(*this);
+    // no OptOps: the lowering runs the row's passes; the CPU chooses how the output is written,
+    // the GPU how many threads share a row
+    if (opts.hasLocal)
+      applyGPURowHeuristics(*this);
+    else
+      applyCPURowHeuristics(*this);
     return;
   }
   if (opts.hasLocal)

@@ -11,9 +11,10 @@ namespace lazyjit {
 namespace {
 
 // The devices whose compilers take row kernels (OPT=5), known to the scheduler before any device
-// is created: the CPU lowering and the interpreter; the NVPTX lowering does not yet.
+// is created: the CPU and NVPTX lowerings and the interpreter.
 [[maybe_unused]] const bool rowKernelDevicesRegistered = [] {
   registerRowKernelDevice("CPU");
+  registerRowKernelDevice("CUDA");
   registerRowKernelDevice("INTERP");
   return true;
 }();

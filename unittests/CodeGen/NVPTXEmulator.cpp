@@ -3,6 +3,7 @@
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/HostAllocator.h"
+#include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Error.h"
 
@@ -291,7 +292,10 @@ private:
 
 void registerNVPTXEmulator() {
   static std::once_flag once;
-  std::call_once(once, [] { registerDeviceFactory("NVEMU", [](const std::string &n) { return std::make_unique<EmuDevice>(n); }); });
+  std::call_once(once, [] {
+    registerDeviceFactory("NVEMU", [](const std::string &n) { return std::make_unique<EmuDevice>(n); });
+    registerRowKernelDevice("NVEMU"); // as CUDA: the NVPTX lowering takes row kernels
+  });
 }
 
 NVPTXEmulatorStats nvptxEmulatorStats() {

@@ -5,11 +5,34 @@
 #include "NVPTXEmulator.h"
 #include "Runtime/GPUPrograms.h"
 #include "Runtime/RandomPrograms.h"
+#include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
 
 #include <doctest/doctest.h>
 
 using namespace lazyjit;
+
+namespace {
+// Whether `t`'s schedule on its device has a row kernel (an EXPAND inside a kernel).
+bool hasRowKernel(const Tensor &t) {
+  for (const auto &si : schedule(t.lazydata()))
+    if (si.isKernel())
+      for (const LazyOp *x : si.ast->uniqueOps())
+        if (x->op == Op::Expand) return true;
+  return false;
+}
+
+// Each row-kernel program (gpuprograms::rowKernelCases) is a row kernel on the GPU path, not the
+// reference's kernels, and gives the interpreter's values.
+void checkRowKernelCases() {
+  for (const auto &rc : gpuprograms::rowKernelCases()) {
+    CAPTURE(rc.name);
+    CHECK(hasRowKernel(rc.build("NVEMU")));
+    gpuprograms::checkAgainstInterpreter("NVEMU", rc);
+  }
+}
+
+} // namespace
 
 TEST_CASE("NVPTX emulator: 300 random programs give the same values as the interpreter") {
   testing::registerNVPTXEmulator();
@@ -70,4 +93,31 @@ TEST_CASE("NVPTX emulator: a symbolic shape runs for several values with one ker
     for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
   }
   CHECK(testing::nvptxEmulatorStats().kernels == kernels);
+}
+
+TEST_CASE("NVPTX emulator: row kernels (OPT=5, a block per row) match the interpreter") {
+  testing::registerNVPTXEmulator();
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  int before = testing::nvptxEmulatorStats().barrierLaunches;
+  checkRowKernelCases();
+  // the rows' threads combined their partials through shared memory behind barriers
+  CHECK(testing::nvptxEmulatorStats().barrierLaunches > before);
+}
+
+TEST_CASE("NVPTX emulator: 120 random programs with row operations at OPT=5 give OPT=2's values") {
+  testing::registerNVPTXEmulator();
+  randomprograms::compareRowPrograms("NVEMU", 0x90e70005ULL, 120);
+}
+
+TEST_CASE("NVPTX emulator: without kernel optimizations a row kernel runs one thread per row") {
+  testing::registerNVPTXEmulator();
+  Config c = config();
+  c.opt = 5;
+  c.noopt = true;
+  ScopedConfig scope(c);
+  int before = testing::nvptxEmulatorStats().barrierLaunches;
+  checkRowKernelCases();
+  CHECK(testing::nvptxEmulatorStats().barrierLaunches == before);
 }

@@ -151,6 +151,45 @@ TEST_CASE("NVPTX: row reductions with many rows still get a block per row") {
   CHECK(contains(l.ptx, R"(ex2\.approx\.f32)"));
 }
 
+TEST_CASE("NVPTX: a row kernel (OPT=5) runs a block per row and combines each reduce in a shared tree") {
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  Lowered l = lowerChecked(E({4096, 4096}).softmax());
+  CHECK(l.sig.name == "r_4096_4096");
+  CHECK(l.sig.opts.empty());
+  CHECK(l.sig.globalSize == std::vector<int64_t>{4096});
+  CHECK(l.sig.localSize == std::vector<int64_t>{256});
+  CHECK(l.sig.sharedBytes == 256 * 8);
+  CHECK(contains(l.sig.kernelSummary, "row threads 256 per block"));
+  // the max pass, its tree (8 halvings), the sum pass over exp(x - max), its tree, the output pass
+  checkInOrder(l.ir, {R"(@lj_[0-9a-f]+_row = internal addrspace\(3\) global \[256 x i64\] undef, align 16)",
+                      R"(define ptx_kernel void)", R"(sreg\.ctaid\.x)", R"(sreg\.tid\.x)",
+                      R"(loop\.ridx1:)", R"(llvm\.maximum\.f32|fcmp)", R"(store float %.*, ptr addrspace\(3\))",
+                      R"(call void @llvm\.nvvm\.barrier0\(\))", R"(tree\.add:)", R"(load float, ptr addrspace\(3\))",
+                      R"(loop\.ridx1[0-9]*:)", R"(fadd)", R"(tree\.add[0-9]*:)", R"(loop\.ridx1[0-9]*:)",
+                      R"(store float %.*, ptr addrspace\(1\))"});
+  checkInOrder(l.ptx, {R"(\.maxntid 256, 1, 1)", R"(\.shared \.align 16 \.b8 lj_[0-9a-f]+_row\[2048\])",
+                       R"(%tid\.x)", R"(st\.shared\.f32)", R"(bar\.sync\s+0)", R"(ex2\.approx)",
+                       R"(bar\.sync\s+0)", R"(st\.global\.f32)"});
+  // two reduces: a barrier after the stores, one per halving, one after the read: 2 * (1 + 8 + 1)
+  std::regex bar(R"(bar\.sync)");
+  std::ptrdiff_t barriers = std::distance(std::sregex_iterator(l.ptx.begin(), l.ptx.end(), bar), std::sregex_iterator());
+  CHECK(barriers == 20);
+}
+
+TEST_CASE("NVPTX: a row kernel with a reduce outside its rows stores from thread 0 after the last row") {
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  // cross-entropy's shape: log_softmax per row, summed with the labels over the batch and classes
+  Lowered l = lowerChecked((E({64, 100}).logSoftmax() * E({64, 100})).sum());
+  CHECK(l.sig.globalSize.empty()); // one output element: one block
+  CHECK(l.sig.localSize == std::vector<int64_t>{128});
+  checkInOrder(l.ir, {R"(define ptx_kernel void)", R"(loop\.ridx0:)", R"(tree\.add:)", R"(loop\.ridx0\.exit)",
+                      R"(icmp eq i32 %lidx, 0)", R"(row\.store:)", R"(store float %.*, ptr addrspace\(1\))", R"(row\.done:)"});
+}
+
 TEST_CASE("NVPTX: a matvec groups the reduce across threads (the reference's MATVEC)") {
   Lowered l = lowerChecked(E({1, 256}).matmul(E({256, 256})));
   // the reference: r_16_4_8_32_4 with GROUP(0,8), LOCAL(0,4), UPCAST(0,4); grid [16], block [8,4]

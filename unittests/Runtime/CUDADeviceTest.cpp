@@ -101,6 +101,14 @@ TEST_CASE("CUDA: reductions match the interpreter (grouped, row-wise, full, matv
   for (const auto &c : gpuprograms::reductionCases()) gpuprograms::checkAgainstInterpreter("CUDA", c);
 }
 
+TEST_CASE("CUDA: row kernels (OPT=5, a block per row) match the interpreter") {
+  if (!haveCUDA()) return;
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  for (const auto &rc : gpuprograms::rowKernelCases()) gpuprograms::checkAgainstInterpreter("CUDA", rc);
+}
+
 TEST_CASE("CUDA: math matches the interpreter and keeps the IEEE special values") {
   if (!haveCUDA()) return;
   for (DType dt : {dtypes::float32, dtypes::float64, dtypes::float16}) gpuprograms::checkSpecialValues("CUDA", dt);

@@ -41,4 +41,9 @@ TEST_CASE("CUDA differential: a second seed, 300 more programs") {
   CHECK(res.checked == 300);
 }
 
+TEST_CASE("CUDA differential: 120 random programs with row operations at OPT=5 give OPT=2's values") {
+  if (!haveCUDA()) return;
+  randomprograms::compareRowPrograms("CUDA", 0x90e70005ULL, 120);
+}
+
 TEST_SUITE_END();

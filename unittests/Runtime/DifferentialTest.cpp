@@ -17,20 +17,7 @@ TEST_CASE("Differential: 300 random programs give the same values on CPU and in 
   CHECK(res.checked == kPrograms);
 }
 
-namespace {
-// Programs with row operations at OPT=5 on `device` against the interpreter at OPT=2; a fifth of
-// them at least must form a row kernel, or the comparison says little.
-void compareRowPrograms(const std::string &device, uint64_t seed, int programs) {
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
-  auto res = randomprograms::compareWithInterpreter(device, seed, programs, true, 2);
-  MESSAGE(device, ", seed ", seed, ": ", res.checked, " programs (", res.rowKernels, " with a row kernel), ",
-          res.elements, " elements compared");
-  CHECK(res.checked == programs);
-  CHECK(res.rowKernels >= programs / 5);
-}
-} // namespace
+using randomprograms::compareRowPrograms;
 
 TEST_CASE("Differential: 200 random programs with row operations at OPT=5 give OPT=2's values in the interpreter") {
   // row operations (softmax, log_softmax, layernorm, reduces broadcast back) fuse into row kernels

@@ -103,6 +103,33 @@ inline std::vector<Case> reductionCases() {
   };
 }
 
+/// Programs that OPT=5 fuses into row kernels (on the GPU: a block per row): rows shorter than a
+/// block and not a multiple of it, rows a block steps through several times, rows of several axes,
+/// strided rows, int, half and double rows, and the losses whose kernel sums
+/// the row values over the batch (a block per output element).
+inline std::vector<Case> rowKernelCases() {
+  return {
+      {"softmax 8x37 (a block of 64 threads, 27 idle)", [](const std::string &d) { return input({8, 37}, d).softmax(); }},
+      {"layernorm 4x1024 (4 steps per thread)", [](const std::string &d) { return input({4, 1024}, d).layernorm(); }},
+      {"log_softmax 300x768", [](const std::string &d) { return input({300, 768}, d).logSoftmax(); }},
+      {"layernorm over two axes 6x5x7", [](const std::string &d) { return input({6, 5, 7}, d).layernorm({1, 2}); }},
+      {"softmax of a transposed input (strided rows) 24x37", [](const std::string &d) { return input({37, 24}, d).permute({1, 0}).softmax(); }},
+      {"int32 x - max(x) 40x300", [](const std::string &d) {
+         Tensor x = input({40, 300}, d, dtypes::int32);
+         return x - x.max(ax(1), true);
+       }, 0},
+      {"half softmax 16x200", [](const std::string &d) { return input({16, 200}, d, dtypes::float16).softmax(); }, 3e-2},
+      {"float64 layernorm 3x513", [](const std::string &d) { return input({3, 513}, d, dtypes::float64).layernorm(); }, 1e-9},
+      {"cross-entropy: sum(log_softmax(x) * y) over 16x10", [](const std::string &d) {
+         return (input({16, 10}, d).logSoftmax() * input({16, 10}, d, dtypes::float32, 4)).sum();
+       }},
+      {"log-sum-exp over 3x50x20, summed over the batch", [](const std::string &d) {
+         Tensor x = input({3, 50, 20}, d);
+         return (x - x.max(ax(2), true)).exp().sum(ax(2), true).log().sum(ax(1));
+       }},
+  };
+}
+
 inline std::vector<Case> mathCases() {
   return {
       {"sin float32", [](const std::string &d) { return input({4096}, d).mul(40).sin(); }},

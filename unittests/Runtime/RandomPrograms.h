@@ -295,4 +295,17 @@ inline DifferentialResult compareWithInterpreter(const std::string &device, uint
   return res;
 }
 
+/// Programs with row operations at OPT=5 on `device` against the interpreter at OPT=2; a fifth of
+/// them at least must form a row kernel, or the comparison says little.
+inline void compareRowPrograms(const std::string &device, uint64_t seed, int programs) {
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  auto res = compareWithInterpreter(device, seed, programs, true, 2);
+  MESSAGE(device, ", seed ", seed, ": ", res.checked, " programs (", res.rowKernels, " with a row kernel), ",
+          res.elements, " elements compared");
+  CHECK(res.checked == programs);
+  CHECK(res.rowKernels >= programs / 5);
+}
+
 } // namespace lazyjit::randomprograms

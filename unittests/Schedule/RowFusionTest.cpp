@@ -511,12 +511,13 @@ TEST_CASE("RowFusion: the verifier states the row kernel's rules") {
                        doctest::Contains("movement op MovementOps.RESHAPE inside a kernel AST"), Error);
 }
 
-TEST_CASE("RowFusion: a row kernel is refused by the NVPTX lowering and by OptOps, with the reason") {
+TEST_CASE("RowFusion: a row kernel is refused by OptOps, with the reason, and runs a block per row on NVPTX") {
   AtOpt opt(5);
   auto ks = kernelsOf(input({4, 8}, 1).softmax());
   REQUIRE(ks.size() == 1);
-  CHECK_THROWS_WITH_AS(describeKernel(ks[0].ast, TargetSpec::nvptx("sm_90"), CompileOptions{}),
-                       doctest::Contains("row kernel (OPT=5), which only the CPU lowering supports"), UnsupportedError);
+  KernelSignature gpu = describeKernel(ks[0].ast, TargetSpec::nvptx("sm_90"), CompileOptions{});
+  CHECK(gpu.globalSize == std::vector<int64_t>{4});
+  CHECK(gpu.localSize == std::vector<int64_t>{8});
   CompileOptions o;
   o.applyOpts = std::vector<Opt>{Opt{OptOp::Upcast, 0, 4}};
   CHECK_THROWS_WITH_AS(describeKernel(ks[0].ast, TargetSpec::host(), o), doctest::Contains("takes no OptOps"),

@@ -60,6 +60,11 @@ public:
   /// CPU row kernels: keep element-wise values that several passes read in a per-row scratch
   /// array instead of computing them in each pass. Chosen by the CPU heuristics.
   bool rowScratch = false;
+  /// GPU row kernels: the threads of the block that runs each row (a power of two; 0 or 1: one
+  /// thread). The row's elements are dealt to them round-robin, so neighbouring threads read
+  /// neighbouring elements; each reduce combines their partial results in shared memory. Chosen
+  /// by the GPU heuristics.
+  int64_t rowThreads = 0;
 
   std::vector<Opt> appliedOpts;
   std::vector<int64_t> groupForReduce;
