@@ -288,23 +288,35 @@ std::vector<Value *> NVPTXLowerer::groupReduce(const std::vector<Value *> &parti
 // One pass of every thread over its share of the row: the row's axes flattened, this thread's
 // elements j = tid + it * threads (neighbouring threads read neighbouring elements), split back
 // into the axes with // and %. `body` gets the per-axis indices and returns the next values of
-// `carried`.
+// `carried`. When every thread has the same few elements (at most kRowRegisterSteps), the steps
+// are unrolled: their loads are then cached for the whole kernel, so the row is read from memory
+// once and the later passes find it in registers.
 std::vector<Value *> NVPTXLowerer::rowPass(const std::vector<Value *> &carried, const RowBody &body) {
+  constexpr int64_t kRowRegisterSteps = 32;
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
   int64_t elems = rowElements(k), steps = std::max<int64_t>(1, (elems + rowThreads - 1) / rowThreads);
   std::string name = "ridx" + std::to_string(rs);
-  SInt j = SInt(tidNode) + SInt(variable(name, 0, steps - 1)) * SInt(rowThreads);
-  std::vector<NodeRef> ix = idxs;
-  int64_t inner = 1;
-  for (int a = n - 1; a > rs; --a) {
-    ix[a] = mod(floordiv(j, SInt(inner)), full[a]).toNode();
-    inner *= full[a].asInt();
+  auto at = [&](const SInt &j) {
+    std::vector<NodeRef> ix = idxs;
+    int64_t inner = 1;
+    for (int a = n - 1; a > rs; --a) {
+      ix[a] = mod(floordiv(j, SInt(inner)), full[a]).toNode();
+      inner *= full[a].asInt();
+    }
+    if (rs < n) ix[rs] = floordiv(j, SInt(inner)).toNode();
+    return ix;
+  };
+  bool uneven = elems % rowThreads != 0;
+  if (!uneven && steps <= kRowRegisterSteps) {
+    note("this thread's elements of the row: lidx + c * {} for c in [0, {}), unrolled", rowThreads, steps);
+    std::vector<Value *> cur = carried;
+    for (int64_t c = 0; c < steps; ++c) cur = body(at(SInt(tidNode) + SInt(c * rowThreads)), cur);
+    return cur;
   }
-  if (rs < n) ix[rs] = floordiv(j, SInt(inner)).toNode();
+  std::vector<NodeRef> ix = at(SInt(tidNode) + SInt(variable(name, 0, steps - 1)) * SInt(rowThreads));
   // this thread's steps: ceil((elems - tid) / threads), none for a thread past the row's end
   Value *trips = idxConst(elems);
-  bool uneven = elems % rowThreads != 0;
   if (uneven) {
     trips = b.CreateUDiv(b.CreateSub(idxConst(elems + rowThreads - 1), varValues.at("lidx")), idxConst(rowThreads));
     if (trace) trace->names[trips] = fmt::format("({}-lidx)//{}", elems + rowThreads - 1, rowThreads);
