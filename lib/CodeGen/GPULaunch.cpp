@@ -2,6 +2,7 @@
 #include "GPULaunch.h"
 #include "lazyjit/Support/Error.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace lazyjit {
@@ -111,7 +112,10 @@ GPULaunch gpuLaunch(const Kernel &k) {
                        l.threads, std::min<int64_t>(lmax[0], kMaxThreadsPerBlock));
     if (l.threads > 1) {
       l.block.push_back(GPUDim{{}, l.threads});
-      l.sharedBytes = l.threads * kRowSharedSlotBytes;
+      // the shared array exists when something is reduced (a row kernel may only broadcast a buffer)
+      auto ops = k.ast->uniqueOps();
+      if (std::any_of(ops.begin(), ops.end(), [](const LazyOp *x) { return isReduceOp(x->op); }))
+        l.sharedBytes = l.threads * kRowSharedSlotBytes;
     }
     return l;
   }

@@ -11,10 +11,11 @@ namespace lazyjit {
 namespace {
 
 // The devices whose compilers take row kernels (OPT=5), known to the scheduler before any device
-// is created: the CPU and NVPTX lowerings and the interpreter.
+// is created: the CPU and NVPTX lowerings and the interpreter. On CUDA a reduce over whole rows
+// does not compute its row values itself: that kernel would run the whole batch on one block.
 [[maybe_unused]] const bool rowKernelDevicesRegistered = [] {
   registerRowKernelDevice("CPU");
-  registerRowKernelDevice("CUDA");
+  registerRowKernelDevice("CUDA", /*reducesOfRows=*/false);
   registerRowKernelDevice("INTERP");
   return true;
 }();

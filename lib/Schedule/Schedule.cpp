@@ -194,7 +194,7 @@ bool readsOutsideRows(const LazyOp &op, const Shape &full) {
 // the row's max and sum itself. The reduce must reduce every row axis, so that each row's values
 // are complete before its final pass accumulates.
 LazyOpRef rowFuseReduce(const LazyOpRef &reduce, const LazyBuffer &buf, const FusionFlags &flags) {
-  if (!flags.rowFusion || !rowKernelDevice(buf.device) || !buf.op->src[0].isBuffer()) return reduce;
+  if (!flags.rowFusion || !rowReduceDevice(buf.device) || !buf.op->src[0].isBuffer()) return reduce;
   const Shape &full = buf.op->src[0].buf->shape;
   RowFusion rows(full, flags);
   const LazySrc &src = reduce->src[0];
@@ -434,8 +434,9 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   return ScheduleItem{ast, self, std::move(baseBufs), std::move(used), std::nullopt};
 }
 
-std::unordered_set<std::string> &rowKernelDevices() {
-  static std::unordered_set<std::string> devices;
+// device kind -> whether it also takes reduces of rows
+std::unordered_map<std::string, bool> &rowKernelDevices() {
+  static std::unordered_map<std::string, bool> devices;
   return devices;
 }
 
@@ -443,9 +444,16 @@ std::string deviceKind(const std::string &device) { return device.substr(0, devi
 
 } // namespace
 
-void registerRowKernelDevice(const std::string &device) { rowKernelDevices().insert(deviceKind(device)); }
+void registerRowKernelDevice(const std::string &device, bool reducesOfRows) {
+  rowKernelDevices()[deviceKind(device)] = reducesOfRows;
+}
 
 bool rowKernelDevice(const std::string &device) { return rowKernelDevices().count(deviceKind(device)) != 0; }
+
+bool rowReduceDevice(const std::string &device) {
+  auto it = rowKernelDevices().find(deviceKind(device));
+  return it != rowKernelDevices().end() && it->second;
+}
 
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const GraphOptions &o) {
   const FusionFlags &flags = o.fusion;

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -62,17 +63,21 @@ public:
   const DataLayout &dataLayout() const { return jit->getDataLayout(); }
   const Triple &triple() const { return jit->getTargetTriple(); }
 
+  // One JIT serves every emulated device; a kernel's symbol is a digest of its program, so a
+  // symbol added already (by another device, NVEMU and NVEMUR) is the same kernel.
   Entry add(std::unique_ptr<Module> m, std::unique_ptr<LLVMContext> ctx, const std::string &entry) {
     std::lock_guard lock(mu);
+    if (auto it = added.find(entry); it != added.end()) return it->second;
     if (auto err = jit->addIRModule(orc::ThreadSafeModule(std::move(m), std::move(ctx))))
       throw InternalError("nvemu: cannot add a kernel: " + llvmErrorText(std::move(err)));
     auto sym = jit->lookup(entry);
     if (!sym) throw InternalError("nvemu: " + entry + " not found: " + llvmErrorText(sym.takeError()));
-    return sym->toPtr<Entry>();
+    return added[entry] = sym->toPtr<Entry>();
   }
 
 private:
   std::mutex mu;
+  std::map<std::string, Entry> added;
   std::unique_ptr<orc::LLJIT> jit;
 
   EmuJIT() {
@@ -294,7 +299,11 @@ void registerNVPTXEmulator() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerDeviceFactory("NVEMU", [](const std::string &n) { return std::make_unique<EmuDevice>(n); });
-    registerRowKernelDevice("NVEMU"); // as CUDA: the NVPTX lowering takes row kernels
+    registerRowKernelDevice("NVEMU", /*reducesOfRows=*/false); // as CUDA
+    // the same device scheduled as the CPU is, so that the lowering of a reduce of rows (which
+    // CUDA's schedule never forms) is run too
+    registerDeviceFactory("NVEMUR", [](const std::string &n) { return std::make_unique<EmuDevice>(n); });
+    registerRowKernelDevice("NVEMUR");
   });
 }
 

@@ -18,7 +18,8 @@
 
 namespace lazyjit::testing {
 
-/// Registers the "NVEMU" device factory (idempotent).
+/// Registers the "NVEMU" device factory, scheduled as CUDA is, and "NVEMUR", the same device
+/// scheduled as the CPU is (reduces of rows fused: Schedule.h registerRowKernelDevice) (idempotent).
 void registerNVPTXEmulator();
 
 struct NVPTXEmulatorStats {

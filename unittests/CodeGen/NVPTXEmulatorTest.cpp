@@ -5,34 +5,11 @@
 #include "NVPTXEmulator.h"
 #include "Runtime/GPUPrograms.h"
 #include "Runtime/RandomPrograms.h"
-#include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
 
 #include <doctest/doctest.h>
 
 using namespace lazyjit;
-
-namespace {
-// Whether `t`'s schedule on its device has a row kernel (an EXPAND inside a kernel).
-bool hasRowKernel(const Tensor &t) {
-  for (const auto &si : schedule(t.lazydata()))
-    if (si.isKernel())
-      for (const LazyOp *x : si.ast->uniqueOps())
-        if (x->op == Op::Expand) return true;
-  return false;
-}
-
-// Each row-kernel program (gpuprograms::rowKernelCases) is a row kernel on the GPU path, not the
-// reference's kernels, and gives the interpreter's values.
-void checkRowKernelCases() {
-  for (const auto &rc : gpuprograms::rowKernelCases()) {
-    CAPTURE(rc.name);
-    CHECK(hasRowKernel(rc.build("NVEMU")));
-    gpuprograms::checkAgainstInterpreter("NVEMU", rc);
-  }
-}
-
-} // namespace
 
 TEST_CASE("NVPTX emulator: 300 random programs give the same values as the interpreter") {
   testing::registerNVPTXEmulator();
@@ -101,7 +78,7 @@ TEST_CASE("NVPTX emulator: row kernels (OPT=5, a block per row) match the interp
   c.opt = 5;
   ScopedConfig scope(c);
   int before = testing::nvptxEmulatorStats().barrierLaunches;
-  checkRowKernelCases();
+  gpuprograms::checkRowCases("NVEMU");
   // the rows' threads combined their partials through shared memory behind barriers
   CHECK(testing::nvptxEmulatorStats().barrierLaunches > before);
 }
@@ -118,6 +95,20 @@ TEST_CASE("NVPTX emulator: without kernel optimizations a row kernel runs one th
   c.noopt = true;
   ScopedConfig scope(c);
   int before = testing::nvptxEmulatorStats().barrierLaunches;
-  checkRowKernelCases();
+  gpuprograms::checkRowCases("NVEMU");
   CHECK(testing::nvptxEmulatorStats().barrierLaunches == before);
+}
+
+TEST_CASE("NVPTX emulator: a reduce of rows runs a block per output element where the schedule forms it") {
+  // CUDA's schedule (NVEMU's) keeps the sum over the batch a kernel of its own; NVEMUR is scheduled
+  // as the CPU is, so its loss is one kernel whose block loops over the rows
+  testing::registerNVPTXEmulator();
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  for (const auto &rc : gpuprograms::rowReduceCases()) {
+    CAPTURE(rc.name);
+    CHECK(gpuprograms::kernelCount(rc.build("NVEMUR")) < gpuprograms::kernelCount(rc.build("NVEMU")));
+    gpuprograms::checkAgainstInterpreter("NVEMUR", rc);
+  }
 }

@@ -82,6 +82,15 @@ void assemble(const std::string &text, const std::string &name) {
   fs::remove_all(dir);
 }
 
+// Row fusion (OPT=5) for the scope of a test.
+struct AtOpt5 {
+  ScopedConfig scope{[] {
+    Config c = config();
+    c.opt = 5;
+    return c;
+  }()};
+};
+
 // Describe + PTX + ptxas for one tensor's last kernel.
 struct Lowered {
   KernelSignature sig;
@@ -152,9 +161,7 @@ TEST_CASE("NVPTX: row reductions with many rows still get a block per row") {
 }
 
 TEST_CASE("NVPTX: a row kernel (OPT=5) runs a block per row and combines each reduce in a shared tree") {
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
+  AtOpt5 opt5;
   Lowered l = lowerChecked(E({4096, 4096}).softmax());
   CHECK(l.sig.name == "r_4096_4096");
   CHECK(l.sig.opts.empty());
@@ -185,15 +192,32 @@ TEST_CASE("NVPTX: a row kernel (OPT=5) runs a block per row and combines each re
 }
 
 TEST_CASE("NVPTX: a row kernel with a reduce outside its rows stores from thread 0 after the last row") {
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
+  AtOpt5 opt5;
   // cross-entropy's shape: log_softmax per row, summed with the labels over the batch and classes
   Lowered l = lowerChecked((E({64, 100}).logSoftmax() * E({64, 100})).sum());
   CHECK(l.sig.globalSize.empty()); // one output element: one block
   CHECK(l.sig.localSize == std::vector<int64_t>{128});
   checkInOrder(l.ir, {R"(define ptx_kernel void)", R"(loop\.ridx0:)", R"(tree\.add:)", R"(loop\.ridx0\.exit)",
                       R"(icmp eq i32 %lidx, 0)", R"(row\.store:)", R"(store float %.*, ptr addrspace\(1\))", R"(row\.done:)"});
+}
+
+TEST_CASE("NVPTX: a row kernel whose indices need 64 bits is lowered again with i64, shared array and all") {
+  AtOpt5 opt5;
+  Lowered l = lowerChecked(E({35000, 65000}).softmax()); // 2.3e9 elements: past i32
+  CHECK(l.sig.globalSize == std::vector<int64_t>{35000});
+  CHECK(contains(l.ir, R"(getelementptr inbounds float, ptr addrspace\(1\) %data1, i64)"));
+  // the i32 attempt was erased with its shared array: one array in the module
+  CHECK(contains(l.ir, R"(@lj_[0-9a-f]+_row = internal addrspace\(3\))"));
+  CHECK_FALSE(contains(l.ir, R"(@lj_[0-9a-f]+_row\.[0-9]+ = )"));
+}
+
+TEST_CASE("NVPTX: a row kernel that only broadcasts a row value has no shared array") {
+  AtOpt5 opt5;
+  Lowered l = lowerChecked(E({9, 64}) + (E({9, 1}) * 2.0));
+  REQUIRE(contains(l.sig.kernelSummary, "row threads 64 per block"));
+  CHECK(l.sig.sharedBytes == 0);
+  CHECK_FALSE(contains(l.ptx, R"(\.shared)"));
+  CHECK_FALSE(contains(l.ptx, R"(bar\.sync)"));
 }
 
 TEST_CASE("NVPTX: a matvec groups the reduce across threads (the reference's MATVEC)") {

@@ -106,7 +106,7 @@ TEST_CASE("CUDA: row kernels (OPT=5, a block per row) match the interpreter") {
   Config c = config();
   c.opt = 5;
   ScopedConfig scope(c);
-  for (const auto &rc : gpuprograms::rowKernelCases()) gpuprograms::checkAgainstInterpreter("CUDA", rc);
+  gpuprograms::checkRowCases("CUDA");
 }
 
 TEST_CASE("CUDA: math matches the interpreter and keeps the IEEE special values") {

@@ -4,6 +4,7 @@
 // values). CUDADeviceTest runs them on a GPU; the NVPTX emulator test runs them on the host.
 #pragma once
 
+#include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Tensor/Tensor.h"
 
 #include <doctest/doctest.h>
@@ -103,10 +104,24 @@ inline std::vector<Case> reductionCases() {
   };
 }
 
+/// The kernels of `t`'s schedule on its device, and whether one of them is a row kernel (an EXPAND
+/// inside a kernel).
+inline int kernelCount(const Tensor &t) {
+  int n = 0;
+  for (const auto &si : schedule(t.lazydata())) n += si.isKernel();
+  return n;
+}
+inline bool hasRowKernel(const Tensor &t) {
+  for (const auto &si : schedule(t.lazydata()))
+    if (si.isKernel())
+      for (const LazyOp *x : si.ast->uniqueOps())
+        if (x->op == Op::Expand) return true;
+  return false;
+}
+
 /// Programs that OPT=5 fuses into row kernels (on the GPU: a block per row): rows shorter than a
 /// block and not a multiple of it, rows a block steps through several times, rows of several axes,
-/// strided rows, int, half and double rows, and the losses whose kernel sums
-/// the row values over the batch (a block per output element).
+/// strided rows, int, half and double rows.
 inline std::vector<Case> rowKernelCases() {
   return {
       {"softmax 8x37 (a block of 64 threads, 27 idle)", [](const std::string &d) { return input({8, 37}, d).softmax(); }},
@@ -120,6 +135,14 @@ inline std::vector<Case> rowKernelCases() {
        }, 0},
       {"half softmax 16x200", [](const std::string &d) { return input({16, 200}, d, dtypes::float16).softmax(); }, 3e-2},
       {"float64 layernorm 3x513", [](const std::string &d) { return input({3, 513}, d, dtypes::float64).layernorm(); }, 1e-9},
+  };
+}
+
+/// Losses that sum row values over the batch: where the device allows it (the CPU), one kernel
+/// computes the rows and the sum (on the GPU that would be a block per output element); on CUDA
+/// they keep the reference's kernels.
+inline std::vector<Case> rowReduceCases() {
+  return {
       {"cross-entropy: sum(log_softmax(x) * y) over 16x10", [](const std::string &d) {
          return (input({16, 10}, d).logSoftmax() * input({16, 10}, d, dtypes::float32, 4)).sum();
        }},
@@ -127,7 +150,22 @@ inline std::vector<Case> rowKernelCases() {
          Tensor x = input({3, 50, 20}, d);
          return (x - x.max(ax(2), true)).exp().sum(ax(2), true).log().sum(ax(1));
        }},
+      {"float64 mean of layernorm over 5x300", [](const std::string &d) {
+         return input({5, 300}, d, dtypes::float64).layernorm().abs().mean();
+       }, 1e-9},
   };
+}
+
+/// The row programs on `device` (at the caller's OPT=5): each forms a row kernel there, not the
+/// reference's kernels, and gives the interpreter's values; so do the reduce-of-rows programs,
+/// however the device schedules them.
+inline void checkRowCases(const std::string &device) {
+  for (const auto &rc : rowKernelCases()) {
+    CAPTURE(rc.name);
+    CHECK(hasRowKernel(rc.build(device)));
+    checkAgainstInterpreter(device, rc);
+  }
+  for (const auto &rc : rowReduceCases()) checkAgainstInterpreter(device, rc);
 }
 
 inline std::vector<Case> mathCases() {

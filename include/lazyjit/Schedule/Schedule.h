@@ -54,8 +54,13 @@ private:
 
 /// Row kernels (OPT=5) are formed only for buffers on devices that lower them: a device registers
 /// its name (the part before any ':') when its compiler supports EXPAND-ed reduces.
-void registerRowKernelDevice(const std::string &device);
+/// `reducesOfRows`: whether a reduce over whole rows may also compute the row values it reads
+/// (cross-entropy's sum of log_softmax(x) * y as one kernel). That kernel runs the rows one after
+/// another for each output element: fine for a CPU thread, but a GPU would run a loss over the
+/// whole batch on one block, so CUDA registers without it.
+void registerRowKernelDevice(const std::string &device, bool reducesOfRows = true);
 bool rowKernelDevice(const std::string &device);
+bool rowReduceDevice(const std::string &device);
 /// The longest row (elements over the reduced axes) a row kernel is formed for: its passes after
 /// the first read the row from the cache.
 inline constexpr int64_t kMaxRowKernelElements = 1 << 16;

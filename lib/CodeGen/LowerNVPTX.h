@@ -1,0 +1,55 @@
+// The NVPTX kernel lowerer, shared by its two halves: LowerNVPTX.cpp (thread indices, reduce loops,
+// group reduces, vector loads and the entry point) and LowerNVPTXRow.cpp (row kernels: a block
+// per row). Private to lib/CodeGen.
+#pragma once
+
+#include "GPULaunch.h"
+#include "LowerCore.h"
+#include "NVPTXMath.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace lazyjit {
+
+inline constexpr unsigned kNVPTXGlobalAS = 1, kNVPTXSharedAS = 3;
+
+class NVPTXLowerer : public KernelEmitter {
+public:
+  NVPTXLowerer(const Kernel &k, llvm::Module &m, const GPULaunch &launch, bool wideIndex)
+      : KernelEmitter(k, m, math), launch(launch) {
+    if (!wideIndex) idxTy = llvm::Type::getInt32Ty(ctx);
+  }
+  llvm::Function *lower(const std::string &symbol);
+  /// Removes what lower() added to the module (before lowering again with wide indices).
+  void erase();
+  bool overflowRisk() const { return indexMayOverflow; }
+  using KernelEmitter::verify;
+
+private:
+  NVPTXMath math;
+  const GPULaunch &launch;
+  llvm::GlobalVariable *shared = nullptr;
+  std::string symbol;
+  std::vector<NodeRef> idxs;
+  // upcast axes: output-upcast and reduce-unroll, with every combination of their values
+  std::vector<int> outUp, redUp;
+  std::vector<std::vector<int64_t>> outCombos, redCombos;
+
+  void bindThreadIndices(const std::vector<GPUDim> &dims, const char *prefix, bool grid);
+  void emitBody();
+  std::vector<Value *> reduceLoops(int axis, const std::vector<Value *> &cur);
+  std::vector<Value *> groupReduce(const std::vector<Value *> &partials, llvm::BasicBlock *&done);
+  void setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) const;
+  void prefetchVectorLoads(const LazyOp &root, bool early);
+
+  // row kernels (OPT=5): a block per row
+  using RowBody = std::function<std::vector<Value *>(const std::vector<NodeRef> &, const std::vector<Value *> &)>;
+  int64_t rowThreads = 1;
+  NodeRef tidNode;
+  void emitRowBody();
+  std::vector<Value *> rowPass(const std::vector<Value *> &carried, const RowBody &body);
+  Value *blockReduce(Op alu, DType rdt, Value *partial);
+  void barrier() { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+};
+
+} // namespace lazyjit

@@ -1,0 +1,199 @@
+// Row kernels (OPT=5) on NVPTX: a block per row (docs/gpu.md "Row kernels"). The rest of the
+// NVPTX lowering is in LowerNVPTX.cpp.
+#include "LowerNVPTX.h"
+
+namespace lazyjit {
+
+using namespace llvm;
+
+// One pass of every thread over its share of the row: the row's axes flattened, this thread's
+// elements j = tid + it * threads (neighbouring threads read neighbouring elements), split back
+// into the axes with // and %. `body` gets the per-axis indices and returns the next values of
+// `carried`. When every thread has the same few elements (at most kRowRegisterSteps), the steps
+// are unrolled: their loads are then cached for the whole kernel, so the row is read from memory
+// once and the later passes find it in registers.
+std::vector<Value *> NVPTXLowerer::rowPass(const std::vector<Value *> &carried, const RowBody &body) {
+  constexpr int64_t kRowRegisterSteps = 32;
+  const Shape &full = k.fullShape();
+  int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
+  int64_t elems = rowElements(k), steps = std::max<int64_t>(1, (elems + rowThreads - 1) / rowThreads);
+  std::string name = "ridx" + std::to_string(rs);
+  auto at = [&](const SInt &j) {
+    std::vector<NodeRef> ix = idxs;
+    int64_t inner = 1;
+    for (int a = n - 1; a > rs; --a) {
+      ix[a] = mod(floordiv(j, SInt(inner)), full[a]).toNode();
+      inner *= full[a].asInt();
+    }
+    if (rs < n) ix[rs] = floordiv(j, SInt(inner)).toNode();
+    return ix;
+  };
+  bool uneven = elems % rowThreads != 0;
+  if (!uneven && steps <= kRowRegisterSteps) {
+    note("this thread's elements of the row: lidx + c * {} for c in [0, {}), unrolled", rowThreads, steps);
+    std::vector<Value *> cur = carried;
+    for (int64_t c = 0; c < steps; ++c) cur = body(at(SInt(tidNode) + SInt(c * rowThreads)), cur);
+    return cur;
+  }
+  std::vector<NodeRef> ix = at(SInt(tidNode) + SInt(variable(name, 0, steps - 1)) * SInt(rowThreads));
+  // this thread's steps: ceil((elems - tid) / threads), none for a thread past the row's end
+  Value *trips = idxConst(elems);
+  if (uneven) {
+    trips = b.CreateUDiv(b.CreateSub(idxConst(elems + rowThreads - 1), varValues.at("lidx")), idxConst(rowThreads));
+    if (trace) trace->names[trips] = fmt::format("({}-lidx)//{}", elems + rowThreads - 1, rowThreads);
+  } else {
+    trips = idxConst(steps);
+  }
+  note("this thread's elements of the row: lidx + {} * {}", name, rowThreads);
+  return loop(name, idxConst(0), trips, uneven, carried, [&](Value *iv, const std::vector<Value *> &c) {
+    varValues[name] = iv;
+    return body(ix, c);
+  });
+}
+
+// Combines the block's partial results of one reduce: each thread stores its partial in the row's
+// shared array, then log2(threads) steps each add the upper half onto the lower, with a barrier
+// after each; every thread reads the result, and a last barrier frees the array for the next reduce.
+Value *NVPTXLowerer::blockReduce(Op alu, DType rdt, Value *partial) {
+  if (rowThreads <= 1) return partial;
+  Type *regTy = vb.regType(rdt);
+  Type *elemTy = regTy->isIntegerTy(1) ? b.getInt8Ty() : regTy;
+  if (!shared) {
+    auto *arrTy = ArrayType::get(b.getInt64Ty(), static_cast<uint64_t>(rowThreads));
+    shared = new GlobalVariable(m, arrTy, false, GlobalValue::InternalLinkage, UndefValue::get(arrTy),
+                                symbol + "_row", nullptr, GlobalValue::NotThreadLocal, kNVPTXSharedAS);
+    shared->setAlignment(Align(16));
+  }
+  Align align(elemTy->getPrimitiveSizeInBits() / 8);
+  auto slot = [&](Value *i) { return b.CreateInBoundsGEP(elemTy, shared, i); };
+  auto put = [&](Value *v, Value *i) {
+    if (v->getType()->isIntegerTy(1)) v = b.CreateZExt(v, elemTy);
+    b.CreateAlignedStore(v, slot(i), align);
+  };
+  auto get = [&](Value *i) -> Value * {
+    Value *v = b.CreateAlignedLoad(elemTy, slot(i), align);
+    return regTy->isIntegerTy(1) ? b.CreateICmpNE(v, ConstantInt::get(elemTy, 0)) : v;
+  };
+  Value *tid = varValues.at("lidx");
+  put(partial, tid);
+  barrier();
+  for (int64_t s = rowThreads / 2; s >= 1; s /= 2) {
+    BasicBlock *add = BasicBlock::Create(ctx, "tree.add", fn), *next = BasicBlock::Create(ctx, "tree.next", fn);
+    b.CreateCondBr(b.CreateICmpULT(tid, idxConst(s)), add, next);
+    b.SetInsertPoint(add);
+    put(vb.alu(alu, {Val{get(tid), rdt}, Val{get(b.CreateAdd(tid, idxConst(s))), rdt}}, rdt).v, tid);
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    barrier();
+  }
+  Value *r = get(idxConst(0));
+  barrier();
+  return r;
+}
+
+// A row kernel: per block, each reduce of the row in order (a pass of every thread, then the tree),
+// each EXPAND's row value (its tree at the row's first element, in every thread), then the output
+// pass. A kernel with a reduce outside its EXPANDs runs a block per output element: loops over the
+// reduced axes before the row carry each thread's partial through every row's passes, the final
+// pass accumulates it, and after the last row the tree combines the partials and thread 0 stores.
+void NVPTXLowerer::emitRowBody() {
+  const Shape &full = k.fullShape();
+  int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
+  rowThreads = std::max<int64_t>(1, k.rowThreads);
+  if (rowThreads > 1) {
+    Value *v = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {}, nullptr, "lidx");
+    varValues["lidx"] = b.CreateZExtOrTrunc(v, idxTy);
+    tidNode = variable("lidx", 0, rowThreads - 1);
+  } else {
+    varValues["lidx"] = idxConst(0);
+    tidNode = numNode(0);
+  }
+  note("row: {} thread{} per block", rowThreads, rowThreads == 1 ? "" : "s");
+  std::vector<const LazyOp *> order = rowNodes();
+  const LazyOp &top = *k.bufs[0]->src[0].op;
+  const LazyOp *topReduce = k.reduceop;
+  int fr = topReduce ? k.firstReduce() : rs;
+
+  auto row = [&](Value *acc) -> Value * {
+    rowValues.clear();
+    std::vector<NodeRef> atRowStart = idxs;
+    for (int a = rs; a < n; ++a) atRowStart[a] = numNode(0);
+    for (const LazyOp *x : order) {
+      if (x->op == Op::Expand) {
+        note("row value (EXPAND): once per row, in every thread");
+        rowValues[x] = eval(*x->src[0].op, atRowStart, nullptr);
+        continue;
+      }
+      DType rdt = dtypeOf(*x);
+      Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
+      const LazyOp &src = *x->src[0].op;
+      note("pass: {} over the row", opName(x->op));
+      Value *part;
+      {
+        TraceIndent inPass(trace);
+        part = rowPass({vb.reduceInit(x->op, rdt).v}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
+          note("accumulate");
+          return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
+        })[0];
+      }
+      if (rowThreads > 1) note("combine the threads' partial results through shared memory");
+      rowValues[x] = Val{blockReduce(alu, rdt, part), rdt};
+    }
+    if (topReduce)
+      note("final pass: {} over the row", opName(topReduce->op));
+    else
+      note("output pass");
+    TraceIndent inPass(trace);
+    if (topReduce) {
+      DType rdt = dtypeOf(*topReduce);
+      Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
+      const LazyOp &src = *topReduce->src[0].op;
+      return rowPass({acc}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
+        note("accumulate");
+        return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
+      })[0];
+    }
+    rowPass({}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &) {
+      storeOutput(ix, eval(top, ix, nullptr));
+      return std::vector<Value *>{};
+    });
+    return nullptr;
+  };
+
+  if (!topReduce) {
+    row(nullptr);
+    return;
+  }
+  DType rdt = dtypeOf(*topReduce);
+  Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
+  std::function<Value *(int, Value *)> reduceLoops = [&](int a, Value *acc) -> Value * {
+    if (a >= rs) return row(acc);
+    std::string name = "ridx" + std::to_string(a);
+    idxs[a] = variable(name, 0, maxBound(full[a]) - 1);
+    return loop(name, idxConst(0), renderSInt(full[a]), mayBeEmpty(full[a]), {acc},
+                [&, a, name](Value *iv, const std::vector<Value *> &c) {
+                  varValues[name] = iv;
+                  return std::vector<Value *>{reduceLoops(a + 1, c[0])};
+                })[0];
+  };
+  Value *part = reduceLoops(fr, vb.reduceInit(topReduce->op, rdt).v);
+  if (rowThreads > 1) note("combine the threads' partial results through shared memory");
+  Val total{blockReduce(alu, rdt, part), rdt};
+  std::vector<NodeRef> out = idxs;
+  for (int a = fr; a < n; ++a) out[a] = numNode(0);
+  BasicBlock *done = nullptr;
+  if (rowThreads > 1) {
+    BasicBlock *first = BasicBlock::Create(ctx, "row.store", fn);
+    done = BasicBlock::Create(ctx, "row.done", fn);
+    b.CreateCondBr(b.CreateICmpEQ(varValues.at("lidx"), idxConst(0)), first, done);
+    b.SetInsertPoint(first);
+    note("thread 0 stores");
+  }
+  storeOutput(out, eval(top, out, &total));
+  if (done) {
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  }
+}
+
+} // namespace lazyjit
