@@ -67,7 +67,10 @@ public:
   // symbol added already (by another device, NVEMU and NVEMUR) is the same kernel.
   Entry add(std::unique_ptr<Module> m, std::unique_ptr<LLVMContext> ctx, const std::string &entry) {
     std::lock_guard lock(mu);
-    if (auto it = added.find(entry); it != added.end()) return it->second;
+    if (auto it = added.find(entry); it != added.end()) {
+      m.reset(); // the module before its context
+      return it->second;
+    }
     if (auto err = jit->addIRModule(orc::ThreadSafeModule(std::move(m), std::move(ctx))))
       throw InternalError("nvemu: cannot add a kernel: " + llvmErrorText(std::move(err)));
     auto sym = jit->lookup(entry);

@@ -180,15 +180,17 @@ inline Tensor randomRowOp(Rng &r, const Tensor &t, std::ostringstream &log) {
 }
 
 // Builds one random program on `dev`. The same seed builds the same program on every device. With
-// `rowOps`, a step may also be a row operation (randomRowOp).
-inline Tensor program(uint64_t seed, const std::string &dev, std::string *desc, bool rowOps = false) {
+// `rowOps`, a step may also be a row operation (randomRowOp), and most programs' last axis is a row
+// of 8 to `maxRow` elements.
+inline Tensor program(uint64_t seed, const std::string &dev, std::string *desc, bool rowOps = false,
+                      int64_t maxRow = 20) {
   Rng r{seed};
   std::ostringstream log;
   DType dt = r.pick(kDTypes);
   DType dt2 = r.chance(70) ? dt : r.pick(kDTypes);
   std::vector<int64_t> sa = randomShape(r);
   // row operations fuse for rows of kMinRowKernelElements (8) or more
-  if (rowOps && r.chance(70)) sa.back() = r.range(8, 20);
+  if (rowOps && r.chance(70)) sa.back() = r.range(8, maxRow);
   // b broadcasts against a: some of a's dims replaced by 1, maybe fewer dims
   std::vector<int64_t> sb;
   for (size_t i = r.chance(30) ? 1 : 0; i < sa.size(); ++i) sb.push_back(r.chance(30) ? 1 : sa[i]);
@@ -252,15 +254,17 @@ struct DifferentialResult {
 };
 
 /// Builds `count` programs from `seed` on `device` and on INTERP and compares their values; each
-/// mismatch is a failed check naming the program. `rowOps` adds row operations to the programs;
+/// mismatch is a failed check naming the program. `rowOps` adds row operations to the programs
+/// (rows of up to `maxRow` elements);
 /// `refOpt` realizes the interpreter's side at that OPT level (default: the current one).
 inline DifferentialResult compareWithInterpreter(const std::string &device, uint64_t seed, int count,
-                                                 bool rowOps = false, std::optional<int> refOpt = std::nullopt) {
+                                                 bool rowOps = false, std::optional<int> refOpt = std::nullopt,
+                                                 int64_t maxRow = 20) {
   DifferentialResult res;
   for (int p = 0; p < count; ++p) {
     uint64_t s = seed + static_cast<uint64_t>(p) * 7919;
     std::string desc;
-    Tensor dev = program(s, device, &desc, rowOps);
+    Tensor dev = program(s, device, &desc, rowOps, maxRow);
     bool rowKernel = false;
     for (const auto &si : schedule(dev.lazydata()))
       if (si.isKernel())
@@ -272,7 +276,7 @@ inline DifferentialResult compareWithInterpreter(const std::string &device, uint
       Config c = config();
       if (refOpt) c.opt = *refOpt;
       ScopedConfig scope(c);
-      ref = program(s, "INTERP", nullptr, rowOps);
+      ref = program(s, "INTERP", nullptr, rowOps, maxRow);
       ref.realize();
     }
     INFO("program ", p, " (seed ", s, "): ", desc);
@@ -297,11 +301,11 @@ inline DifferentialResult compareWithInterpreter(const std::string &device, uint
 
 /// Programs with row operations at OPT=5 on `device` against the interpreter at OPT=2; a fifth of
 /// them at least must form a row kernel, or the comparison says little.
-inline void compareRowPrograms(const std::string &device, uint64_t seed, int programs) {
+inline void compareRowPrograms(const std::string &device, uint64_t seed, int programs, int64_t maxRow = 20) {
   Config c = config();
   c.opt = 5;
   ScopedConfig scope(c);
-  auto res = compareWithInterpreter(device, seed, programs, true, 2);
+  auto res = compareWithInterpreter(device, seed, programs, true, 2, maxRow);
   MESSAGE(device, ", seed ", seed, ": ", res.checked, " programs (", res.rowKernels, " with a row kernel), ",
           res.elements, " elements compared");
   CHECK(res.checked == programs);
