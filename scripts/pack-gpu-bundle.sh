@@ -135,6 +135,7 @@ run cuda-diff      "$bin/RuntimeTests" --test-case='CUDA differential*' --no-int
 run cpu-diff       "$bin/RuntimeTests" --test-case='Differential*' --no-intro
 run nvptx-codegen  "$bin/CodeGenTests" --test-case='NVPTX*' --no-intro
 [ "$gpu" = 1 ] && run dump-check     "$bin/lazyjit-dump" "$here/scripts/softmax-layernorm.lj" --device=CUDA --check --emit=values -o /dev/null
+[ "$gpu" = 1 ] && run dump-check-opt5 "$bin/lazyjit-dump" "$here/scripts/softmax-layernorm.lj" --device=CUDA --opt=5 --check --emit=values -o /dev/null
 [ "$gpu" = 1 ] && run dump-ptx       "$bin/lazyjit-dump" "$here/scripts/softmax-layernorm.lj" --device=CUDA --emit=ptx -o "$bin/softmax-layernorm.ptx"
 if [ "$bench" = 1 ] && [ -x "$bin/lazyjit-bench" ]; then
   run bench "$bin/lazyjit-bench"
