@@ -5,6 +5,7 @@
 #include "lazyjit/Support/Logging.h"
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -434,9 +435,13 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   return ScheduleItem{ast, self, std::move(baseBufs), std::move(used), std::nullopt};
 }
 
-// device kind -> whether it also takes reduces of rows
-std::unordered_map<std::string, bool> &rowKernelDevices() {
-  static std::unordered_map<std::string, bool> devices;
+// device kind -> whether it also takes reduces of rows; registered while other threads may schedule
+struct RowKernelDevices {
+  std::mutex mu;
+  std::unordered_map<std::string, bool> kinds;
+};
+RowKernelDevices &rowKernelDevices() {
+  static RowKernelDevices devices;
   return devices;
 }
 
@@ -445,14 +450,22 @@ std::string deviceKind(const std::string &device) { return device.substr(0, devi
 } // namespace
 
 void registerRowKernelDevice(const std::string &device, bool reducesOfRows) {
-  rowKernelDevices()[deviceKind(device)] = reducesOfRows;
+  RowKernelDevices &d = rowKernelDevices();
+  std::lock_guard lock(d.mu);
+  d.kinds[deviceKind(device)] = reducesOfRows;
 }
 
-bool rowKernelDevice(const std::string &device) { return rowKernelDevices().count(deviceKind(device)) != 0; }
+bool rowKernelDevice(const std::string &device) {
+  RowKernelDevices &d = rowKernelDevices();
+  std::lock_guard lock(d.mu);
+  return d.kinds.count(deviceKind(device)) != 0;
+}
 
 bool rowReduceDevice(const std::string &device) {
-  auto it = rowKernelDevices().find(deviceKind(device));
-  return it != rowKernelDevices().end() && it->second;
+  RowKernelDevices &d = rowKernelDevices();
+  std::lock_guard lock(d.mu);
+  auto it = d.kinds.find(deviceKind(device));
+  return it != d.kinds.end() && it->second;
 }
 
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const GraphOptions &o) {
