@@ -1,9 +1,10 @@
-// Helpers the kernel-level tests share: the AST of the kernel that computes a tensor, and the
-// verifier's verdict on an AST as text.
+// Helpers the kernel-level tests share: the AST of the kernel that computes a tensor, the
+// verifier's verdict on an AST as text, and an OPT level for the scope of a test.
 #pragma once
 
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Schedule/Verifier.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Tensor/Tensor.h"
 
 #include <doctest/doctest.h>
@@ -30,5 +31,16 @@ inline std::string verifyError(const LazyOpRef &ast) {
   }
   return "<accepted>";
 }
+
+/// The fusion level `opt` (and NOOPT when `noopt`) until the end of the scope.
+struct AtOpt {
+  explicit AtOpt(int opt, bool noopt = false) : scope([opt, noopt] {
+    Config c = config();
+    c.opt = opt;
+    c.noopt = noopt;
+    return c;
+  }()) {}
+  ScopedConfig scope;
+};
 
 } // namespace lazyjit::testing

@@ -245,14 +245,11 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
 
   std::function<Value *(Value *)> row = [&](Value *acc) -> Value * {
     rowValues.clear();
-    std::vector<NodeRef> atRowStart = idxs;
-    for (int a = rs; a < n; ++a) atRowStart[a] = numNode(0);
     int pass = 0; // the second pass prefetches the next row, behind this row's work
     for (const LazyOp *x : order) {
       if (x->op == Op::Expand) {
-        // the row value: the EXPAND's tree (over the row shape) at the row's first element
         note("row value (EXPAND): once per row");
-        rowValues[x] = eval(*x->src[0].op, atRowStart, nullptr);
+        setRowValue(*x, idxs);
         continue;
       }
       DType rdt = dtypeOf(*x);

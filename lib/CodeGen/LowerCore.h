@@ -160,6 +160,9 @@ protected:
   /// The distinct reduce and EXPAND nodes of a row kernel, each after the ones it reads.
   std::vector<const LazyOp *> rowNodes();
   const Val *rowValue(const LazyOp &op) const;
+  /// Sets the row value of an EXPAND: its tree (over the row shape) at the row's first element,
+  /// `idxs` with the row axes at 0.
+  void setRowValue(const LazyOp &expand, const std::vector<NodeRef> &idxs);
   /// Row kernels: element-wise values that several passes over the row read are kept in a
   /// per-row scratch array (LowerCPURow.cpp) at `rowIndex`: the first pass stores, later ones load.
   struct RowScratch {

@@ -75,6 +75,12 @@ const Val *KernelEmitter::rowValue(const LazyOp &op) const {
   return v == rowValues.end() ? nullptr : &v->second;
 }
 
+void KernelEmitter::setRowValue(const LazyOp &expand, const std::vector<NodeRef> &idxs) {
+  std::vector<NodeRef> atRowStart = idxs;
+  for (size_t a = static_cast<size_t>(k.rowStart); a < atRowStart.size(); ++a) atRowStart[a] = numNode(0);
+  rowValues[&expand] = eval(*expand.src[0].op, atRowStart, nullptr);
+}
+
 Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes) {
   // A row value is one per row: on lanes, the same in each.
   auto spread = [&](const Val &v) {

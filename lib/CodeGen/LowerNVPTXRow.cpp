@@ -37,7 +37,7 @@ std::vector<Value *> NVPTXLowerer::rowPass(const std::vector<Value *> &carried, 
   }
   std::vector<NodeRef> ix = at(SInt(tidNode) + SInt(variable(name, 0, steps - 1)) * SInt(rowThreads));
   // this thread's steps: ceil((elems - tid) / threads), none for a thread past the row's end
-  Value *trips = idxConst(elems);
+  Value *trips;
   if (uneven) {
     trips = b.CreateUDiv(b.CreateSub(idxConst(elems + rowThreads - 1), varValues.at("lidx")), idxConst(rowThreads));
     if (trace) trace->names[trips] = fmt::format("({}-lidx)//{}", elems + rowThreads - 1, rowThreads);
@@ -56,6 +56,7 @@ std::vector<Value *> NVPTXLowerer::rowPass(const std::vector<Value *> &carried, 
 // after each; every thread reads the result, and a last barrier frees the array for the next reduce.
 Value *NVPTXLowerer::blockReduce(Op alu, DType rdt, Value *partial) {
   if (rowThreads <= 1) return partial;
+  note("combine the threads' partial results through shared memory");
   Type *regTy = vb.regType(rdt);
   Type *elemTy = regTy->isIntegerTy(1) ? b.getInt8Ty() : regTy;
   if (!shared) {
@@ -114,45 +115,36 @@ void NVPTXLowerer::emitRowBody() {
   const LazyOp *topReduce = k.reduceop;
   int fr = topReduce ? k.firstReduce() : rs;
 
+  // a pass of every thread accumulating `reduce`'s source over its elements from `acc`: the
+  // thread's partial result
+  auto reducePass = [&](const LazyOp &reduce, Value *acc) {
+    DType rdt = dtypeOf(reduce);
+    Op alu = reduce.op == Op::Sum ? Op::Add : Op::Max;
+    TraceIndent inPass(trace);
+    return rowPass({acc}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
+      note("accumulate");
+      return std::vector<Value *>{accumulate(alu, eval(*reduce.src[0].op, ix, nullptr), cur[0], rdt)};
+    })[0];
+  };
   auto row = [&](Value *acc) -> Value * {
     rowValues.clear();
-    std::vector<NodeRef> atRowStart = idxs;
-    for (int a = rs; a < n; ++a) atRowStart[a] = numNode(0);
     for (const LazyOp *x : order) {
       if (x->op == Op::Expand) {
         note("row value (EXPAND): once per row, in every thread");
-        rowValues[x] = eval(*x->src[0].op, atRowStart, nullptr);
+        setRowValue(*x, idxs);
         continue;
       }
       DType rdt = dtypeOf(*x);
-      Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
-      const LazyOp &src = *x->src[0].op;
       note("pass: {} over the row", opName(x->op));
-      Value *part;
-      {
-        TraceIndent inPass(trace);
-        part = rowPass({vb.reduceInit(x->op, rdt).v}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
-          note("accumulate");
-          return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
-        })[0];
-      }
-      if (rowThreads > 1) note("combine the threads' partial results through shared memory");
-      rowValues[x] = Val{blockReduce(alu, rdt, part), rdt};
+      Value *part = reducePass(*x, vb.reduceInit(x->op, rdt).v);
+      rowValues[x] = Val{blockReduce(x->op == Op::Sum ? Op::Add : Op::Max, rdt, part), rdt};
     }
-    if (topReduce)
-      note("final pass: {} over the row", opName(topReduce->op));
-    else
-      note("output pass");
-    TraceIndent inPass(trace);
     if (topReduce) {
-      DType rdt = dtypeOf(*topReduce);
-      Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
-      const LazyOp &src = *topReduce->src[0].op;
-      return rowPass({acc}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
-        note("accumulate");
-        return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
-      })[0];
+      note("final pass: {} over the row", opName(topReduce->op));
+      return reducePass(*topReduce, acc);
     }
+    note("output pass");
+    TraceIndent inPass(trace);
     rowPass({}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &) {
       storeOutput(ix, eval(top, ix, nullptr));
       return std::vector<Value *>{};
@@ -177,7 +169,6 @@ void NVPTXLowerer::emitRowBody() {
                 })[0];
   };
   Value *part = reduceLoops(fr, vb.reduceInit(topReduce->op, rdt).v);
-  if (rowThreads > 1) note("combine the threads' partial results through shared memory");
   Val total{blockReduce(alu, rdt, part), rdt};
   std::vector<NodeRef> out = idxs;
   for (int a = fr; a < n; ++a) out[a] = numNode(0);

@@ -2,6 +2,7 @@
 // differential programs and the GPU-scale programs of the CUDA device tests, built on "NVEMU"
 // (GPU heuristics, NVPTX lowering, CUDA launch mapping) and compared with the interpreter. This is
 // how the GPU backend's numerics are checked on machines without a GPU.
+#include "KernelTestUtil.h"
 #include "NVPTXEmulator.h"
 #include "Runtime/GPUPrograms.h"
 #include "Runtime/RandomPrograms.h"
@@ -74,9 +75,7 @@ TEST_CASE("NVPTX emulator: a symbolic shape runs for several values with one ker
 
 TEST_CASE("NVPTX emulator: row kernels (OPT=5, a block per row) match the interpreter") {
   testing::registerNVPTXEmulator();
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
+  testing::AtOpt opt5(5);
   int before = testing::nvptxEmulatorStats().barrierLaunches;
   gpuprograms::checkRowCases("NVEMU");
   // the rows' threads combined their partials through shared memory behind barriers
@@ -99,10 +98,7 @@ TEST_CASE("NVPTX emulator: 40 + 40 random programs with rows of up to 600 elemen
 
 TEST_CASE("NVPTX emulator: without kernel optimizations a row kernel runs one thread per row") {
   testing::registerNVPTXEmulator();
-  Config c = config();
-  c.opt = 5;
-  c.noopt = true;
-  ScopedConfig scope(c);
+  testing::AtOpt opt5(5, /*noopt=*/true);
   int before = testing::nvptxEmulatorStats().barrierLaunches;
   gpuprograms::checkRowCases("NVEMU");
   CHECK(testing::nvptxEmulatorStats().barrierLaunches == before);
@@ -112,9 +108,7 @@ TEST_CASE("NVPTX emulator: a reduce of rows runs a block per output element wher
   // CUDA's schedule (NVEMU's) keeps the sum over the batch a kernel of its own; NVEMUR is scheduled
   // as the CPU is, so its loss is one kernel whose block loops over the rows
   testing::registerNVPTXEmulator();
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
+  testing::AtOpt opt5(5);
   for (const auto &rc : gpuprograms::rowReduceCases()) {
     CAPTURE(rc.name);
     CHECK(gpuprograms::kernelCount(rc.build("NVEMUR")) < gpuprograms::kernelCount(rc.build("NVEMU")));

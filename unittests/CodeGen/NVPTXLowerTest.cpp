@@ -82,15 +82,6 @@ void assemble(const std::string &text, const std::string &name) {
   fs::remove_all(dir);
 }
 
-// Row fusion (OPT=5) for the scope of a test.
-struct AtOpt5 {
-  ScopedConfig scope{[] {
-    Config c = config();
-    c.opt = 5;
-    return c;
-  }()};
-};
-
 // Describe + PTX + ptxas for one tensor's last kernel.
 struct Lowered {
   KernelSignature sig;
@@ -161,7 +152,7 @@ TEST_CASE("NVPTX: row reductions with many rows still get a block per row") {
 }
 
 TEST_CASE("NVPTX: a row kernel (OPT=5) runs a block per row and combines each reduce in a shared tree") {
-  AtOpt5 opt5;
+  testing::AtOpt opt5(5);
   Lowered l = lowerChecked(E({4096, 4096}).softmax());
   CHECK(l.sig.name == "r_4096_4096");
   CHECK(l.sig.opts.empty());
@@ -192,7 +183,7 @@ TEST_CASE("NVPTX: a row kernel (OPT=5) runs a block per row and combines each re
 }
 
 TEST_CASE("NVPTX: a row kernel with a reduce outside its rows stores from thread 0 after the last row") {
-  AtOpt5 opt5;
+  testing::AtOpt opt5(5);
   // cross-entropy's shape: log_softmax per row, summed with the labels over the batch and classes
   Lowered l = lowerChecked((E({64, 100}).logSoftmax() * E({64, 100})).sum());
   CHECK(l.sig.globalSize.empty()); // one output element: one block
@@ -202,7 +193,7 @@ TEST_CASE("NVPTX: a row kernel with a reduce outside its rows stores from thread
 }
 
 TEST_CASE("NVPTX: a row kernel whose indices need 64 bits is lowered again with i64, shared array and all") {
-  AtOpt5 opt5;
+  testing::AtOpt opt5(5);
   Lowered l = lowerChecked(E({35000, 65000}).softmax()); // 2.3e9 elements: past i32
   CHECK(l.sig.globalSize == std::vector<int64_t>{35000});
   CHECK(contains(l.ir, R"(getelementptr inbounds float, ptr addrspace\(1\) %data1, i64)"));
@@ -212,7 +203,7 @@ TEST_CASE("NVPTX: a row kernel whose indices need 64 bits is lowered again with 
 }
 
 TEST_CASE("NVPTX: a row kernel that only broadcasts a row value has no shared array") {
-  AtOpt5 opt5;
+  testing::AtOpt opt5(5);
   Lowered l = lowerChecked(E({9, 64}) + (E({9, 1}) * 2.0));
   REQUIRE(contains(l.sig.kernelSummary, "row threads 64 per block"));
   CHECK(l.sig.sharedBytes == 0);

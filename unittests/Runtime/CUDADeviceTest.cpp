@@ -6,6 +6,7 @@
 // is skipped (test::skip) and CTest reports the entry as skipped; the "no device" test, in the
 // main entry, then checks that reason instead.
 #include "GPUPrograms.h"
+#include "KernelTestUtil.h"
 #include "TestSkip.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/CUDADevice.h"
@@ -103,9 +104,7 @@ TEST_CASE("CUDA: reductions match the interpreter (grouped, row-wise, full, matv
 
 TEST_CASE("CUDA: row kernels (OPT=5, a block per row) match the interpreter") {
   if (!haveCUDA()) return;
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
+  testing::AtOpt opt5(5);
   gpuprograms::checkRowCases("CUDA");
 }
 

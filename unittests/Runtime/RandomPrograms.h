@@ -4,6 +4,7 @@
 // reference interpreter's (integers and booleans exactly, floats within the dtype's tolerance).
 #pragma once
 
+#include "KernelTestUtil.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Tensor/Tensor.h"
@@ -302,9 +303,7 @@ inline DifferentialResult compareWithInterpreter(const std::string &device, uint
 /// Programs with row operations at OPT=5 on `device` against the interpreter at OPT=2; a fifth of
 /// them at least must form a row kernel, or the comparison says little.
 inline void compareRowPrograms(const std::string &device, uint64_t seed, int programs, int64_t maxRow = 20) {
-  Config c = config();
-  c.opt = 5;
-  ScopedConfig scope(c);
+  testing::AtOpt opt5(5);
   auto res = compareWithInterpreter(device, seed, programs, true, 2, maxRow);
   MESSAGE(device, ", seed ", seed, ": ", res.checked, " programs (", res.rowKernels, " with a row kernel), ",
           res.elements, " elements compared");

@@ -3,6 +3,7 @@
 // into how many kernels, the AST's shape (verifier, text round trip), the values against closed
 // forms and against OPT=2 on the CPU and in the interpreter, the backward passes, and the cases
 // that must not fuse (other axes, long rows, devices without a row-kernel lowering).
+#include "KernelTestUtil.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -17,17 +18,9 @@
 #include <functional>
 
 using namespace lazyjit;
+using lazyjit::testing::AtOpt;
 
 namespace {
-
-struct AtOpt {
-  explicit AtOpt(int opt) : scope([opt] {
-    Config c = config();
-    c.opt = opt;
-    return c;
-  }()) {}
-  ScopedConfig scope;
-};
 
 std::vector<double> values(const std::vector<int64_t> &shape, uint64_t seed) {
   int64_t n = 1;
