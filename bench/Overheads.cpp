@@ -95,7 +95,7 @@ Result benchW9c(const Sizes &sz) {
   Config c = config();
   c.diskCache = false;
   ScopedConfig noDisk(c);
-  std::vector<LazyOpRef> asts;
+  std::vector<KernelOpRef> asts;
   Tensor a1 = Tensor::empty({sz.n1}), a2 = Tensor::empty({sz.n1}), a3 = Tensor::empty({sz.n1});
   Tensor m1 = Tensor::empty({sz.rows, sz.cols});
   Tensor mm1 = Tensor::empty({sz.n5b, sz.n5b}), xw = Tensor::empty({8, 64, 56, 56}), ww = Tensor::empty({64, 64, 3, 3});

@@ -14,8 +14,8 @@
 namespace lazyjit::testing {
 
 /// The AST of the last kernel that computes `t` (its schedule must have one).
-inline LazyOpRef lastKernel(const Tensor &t) {
-  LazyOpRef ast;
+inline KernelOpRef lastKernel(const Tensor &t) {
+  KernelOpRef ast;
   for (const auto &si : schedule(t.lazydata()))
     if (si.isKernel()) ast = si.ast;
   REQUIRE(ast != nullptr);
@@ -23,7 +23,7 @@ inline LazyOpRef lastKernel(const Tensor &t) {
 }
 
 /// The verifier's message for `ast`, or "<accepted>".
-inline std::string verifyError(const LazyOpRef &ast) {
+inline std::string verifyError(const KernelOpRef &ast) {
   try {
     verifyAst(*ast);
   } catch (const Error &e) {

@@ -140,9 +140,9 @@ bool checksBounds(const CompileOptions &o, const TargetSpec &t) {
   return t.kind == TargetSpec::Kind::CPU && boundsChecking(o);
 }
 
-std::string symbolFor(const LazyOp &ast, const TargetSpec &t, const CompileOptions &o) {
+std::string symbolFor(const KernelOp &ast, const TargetSpec &t, const CompileOptions &o) {
   // A digest of the whole program's text: the AST as the disk cache identifies it (astKey), the
-  // target and the options. LazyOp::hash is a hash-table hash and collides (two cast kernels of
+  // target and the options. KernelOp::hash is a hash-table hash and collides (two cast kernels of
   // shapes (64, 2048) and (64, 3072) hash alike), and two programs named alike cannot both be
   // linked into the process's JIT ("Duplicate definition of symbol").
   std::string text = astKey(ast);
@@ -171,7 +171,7 @@ std::vector<uint8_t> emitFile(llvm::Module &m, llvm::TargetMachine &tm, llvm::Co
 }
 
 std::string kernelSummary(const Kernel &k);
-KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts);
+KernelSignature describe(const Kernel &k, const KernelOp &ast, const TargetSpec &target, const CompileOptions &opts);
 
 // How far runPasses goes (Loops: as LLVM, with the loop nest written).
 enum class Until { Loops, LLVM, LLVMOpt, Code };
@@ -187,7 +187,7 @@ struct Compiled {
 };
 
 // The code generator's passes, in order.
-Compiled runPasses(const LazyOpRef &ast, const TargetSpec &t, const CompileOptions &o, Until until) {
+Compiled runPasses(const KernelOpRef &ast, const TargetSpec &t, const CompileOptions &o, Until until) {
   // 1. the Kernel: axes, buffers, the reduce, and the target's optimizations (heuristics or the
   //    options' list), each recorded in it
   Compiled c(buildKernel(ast, t, o));
@@ -260,7 +260,7 @@ CompileOptions CompileOptions::from(const Config &c) {
   return o;
 }
 
-Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
+Kernel buildKernel(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
   KernelOptions ko;
   if (target.features.find("+avx512f") != std::string::npos) ko.vectorBits = 512;
   if (target.kind == TargetSpec::Kind::NVPTX) {
@@ -311,11 +311,11 @@ std::string kernelSummary(const Kernel &k) {
                                    : fmt::format("\n  packs buffers [{}] before axis {}", packed, k.packDepth));
 }
 
-KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &target, const CompileOptions &opts) {
+KernelSignature describe(const Kernel &k, const KernelOp &ast, const TargetSpec &target, const CompileOptions &opts) {
   KernelSignature sig;
   sig.name = k.name();
   sig.symbol = symbolFor(ast, target, opts);
-  for (const LazyOp *x : k.bufs)
+  for (const KernelOp *x : k.bufs)
     if (x->op != Op::Const) sig.numBuffers = std::max(sig.numBuffers, x->memBuffer().idx + 1);
   sig.vars = varsFromAst(ast);
   sig.opts = k.appliedOpts;
@@ -335,11 +335,11 @@ KernelSignature describe(const Kernel &k, const LazyOp &ast, const TargetSpec &t
 
 } // namespace
 
-KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
+KernelSignature describeKernel(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
   return describe(buildKernel(ast, target, opts), *ast, target, opts);
 }
 
-std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+std::string emitKernelText(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                            IRStage stage) {
   if (stage == IRStage::Loops || stage == IRStage::LLVM) {
     Compiled c = runPasses(ast, target, opts, stage == IRStage::Loops ? Until::Loops : Until::LLVM);
@@ -354,7 +354,7 @@ std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target, const
 namespace {
 
 // A kernel's code (object file or PTX) and its signature, from one run of the passes.
-std::vector<uint8_t> compileCode(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+std::vector<uint8_t> compileCode(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                                  KernelSignature *sig) {
   auto t0 = std::chrono::steady_clock::now();
   Compiled c = runPasses(ast, target, opts, Until::Code);
@@ -367,14 +367,14 @@ std::vector<uint8_t> compileCode(const LazyOpRef &ast, const TargetSpec &target,
 
 } // namespace
 
-std::vector<uint8_t> compileToObject(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+std::vector<uint8_t> compileToObject(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                                      KernelSignature *sig) {
   LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::CPU, CompileError,
                      "codegen: object code is for CPU targets");
   return compileCode(ast, target, opts, sig);
 }
 
-std::string compileToPTX(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+std::string compileToPTX(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                          KernelSignature *sig) {
   LAZYJIT_USER_CHECK(target.kind == TargetSpec::Kind::NVPTX, CompileError, "codegen: PTX is for NVPTX targets");
   std::vector<uint8_t> ptx = compileCode(ast, target, opts, sig);

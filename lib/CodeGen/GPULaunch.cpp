@@ -114,7 +114,7 @@ GPULaunch gpuLaunch(const Kernel &k) {
       l.block.push_back(GPUDim{{}, l.threads});
       // the shared array exists when something is reduced (a row kernel may only broadcast a buffer)
       auto ops = k.ast->uniqueOps();
-      if (std::any_of(ops.begin(), ops.end(), [](const LazyOp *x) { return isReduceOp(x->op); }))
+      if (std::any_of(ops.begin(), ops.end(), [](const KernelOp *x) { return isReduceOp(x->op); }))
         l.sharedBytes = l.threads * kRowSharedSlotBytes;
     }
     return l;
@@ -136,7 +136,7 @@ GPULaunch gpuLaunch(const Kernel &k) {
     int64_t outs = 1;
     for (size_t a = k.shapeLen() - k.upcasted; a < k.shapeLen(); ++a)
       if (pyEq(k.fullShape()[a], k.outputShape()[a])) outs *= k.fullShape()[a].asInt();
-    l.sharedBytes = l.threads * outs * sharedElementBytes(getLazyOpInfo(*k.reduceop).dtype);
+    l.sharedBytes = l.threads * outs * sharedElementBytes(*k.reduceop->kernelDType());
     LAZYJIT_USER_CHECK(l.sharedBytes <= kMaxStaticSharedBytes, UnsupportedError,
                        "codegen: kernel {} needs {} bytes of shared memory for its group reduce, more "
                        "than the {} bytes of static shared memory CUDA allows",

@@ -41,14 +41,14 @@ bool unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit = nullptr)
   return true;
 }
 
-bool hasTranscendental(const LazyOp &ast) {
-  for (const LazyOp *x : ast.uniqueOps())
+bool hasTranscendental(const KernelOp &ast) {
+  for (const KernelOp *x : ast.uniqueOps())
     if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
   return false;
 }
 
 bool allFloat(const Kernel &k) {
-  for (const LazyOp *b : k.bufs) {
+  for (const KernelOp *b : k.bufs) {
     DType dt = b->bufferDType();
     if (dt != dtypes::float32 && dt != dtypes::float64) return false;
   }
@@ -86,10 +86,8 @@ std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize) {
 std::vector<bool> reduceInputs(const Kernel &k) {
   std::vector<bool> in(k.bufs.size(), !k.reduceop);
   if (!k.reduceop) return in;
-  for (const LazyOp *x : k.reduceop->uniqueOps())
-    if (isBufferOp(x->op))
-      for (size_t i = 1; i < k.bufs.size(); ++i)
-        if (k.bufs[i]->op == x->op && argEqual(k.bufs[i]->arg, x->arg)) in[i] = true;
+  for (const KernelOp *x : k.reduceop->uniqueOps())
+    if (isBufferOp(x->op)) in[k.bufIndex(x)] = true;
   return in;
 }
 
@@ -330,11 +328,11 @@ bool canBlockReduce(const Kernel &k) {
   auto rdt = k.reduceop->kernelDType();
   if (!rdt || !(*rdt == k.bufs[0]->bufferDType())) return false;
   bool reads = false;
-  walkOps(*k.ast->src[0].op, [&](const LazyOp &op) {
+  walkOps(*k.ast->src[0], [&](const KernelOp &op) {
     if (&op == k.reduceop) return false;
     reads = reads || op.op == Op::Load;
     return !reads;
-  }, [](const LazyOp &) {});
+  }, [](const KernelOp &) {});
   return !reads;
 }
 

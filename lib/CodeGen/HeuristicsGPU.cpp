@@ -33,12 +33,6 @@ constexpr int64_t kMvBlockSize = 4, kMvThreadsPerRow = 8, kMvRowsPerThread = 4;
 bool isIntEq(const std::optional<SInt> &s, int64_t v) { return s && s->isInt() && s->asInt() == v; }
 bool intDivides(const SInt &s, int64_t d) { return s.isInt() && s.asInt() % d == 0; }
 
-size_t bufIndexOf(const Kernel &k, const LazyOp *op) {
-  for (size_t i = 0; i < k.bufs.size(); ++i)
-    if (k.bufs[i]->op == op->op && argEqual(k.bufs[i]->arg, op->arg)) return i;
-  LAZYJIT_INTERNAL_CHECK(false, "heuristics: buffer not found in the kernel");
-}
-
 int unupcastedLen(const Kernel &k) { return static_cast<int>(k.shapeLen()) - k.upcasted; }
 
 // The reference's float4_axis(i): upcast axes where buffer i has unit stride and a size % 4 == 0.
@@ -62,9 +56,9 @@ void apply(Kernel &k, OptOp op, int64_t axis, int64_t amt) {
 
 bool matvec(Kernel &k) {
   if (!k.reduceop || k.reduceop->op != Op::Sum || k.shapeLen() < 2) return false;
-  const LazyOp &mul = *k.reduceop->src[0].op;
-  if (mul.op != Op::Mul || mul.src[0].op->op != Op::Load || mul.src[1].op->op != Op::Load) return false;
-  size_t b0 = bufIndexOf(k, mul.src[0].op.get()), b1 = bufIndexOf(k, mul.src[1].op.get());
+  const KernelOp &mul = *k.reduceop->src[0];
+  if (mul.op != Op::Mul || mul.src[0]->op != Op::Load || mul.src[1]->op != Op::Load) return false;
+  size_t b0 = k.bufIndex(mul.src[0].get()), b1 = k.bufIndex(mul.src[1].get());
   int fr = k.firstReduce();
   if (!isIntEq(k.sts[b0].realStrides()[fr], 1)) return false;
   if (hasExpandedAxis(k.sts[b0]) && hasExpandedAxis(k.sts[b1])) return false;

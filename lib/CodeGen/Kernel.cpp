@@ -16,27 +16,31 @@ std::string Opt::str() const {
   return std::string(names[static_cast<int>(op)]) + "(" + std::to_string(axis) + "," + std::to_string(amt) + ")";
 }
 
-Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(std::move(o)) {
+namespace {
+// The shape a node computes (the kernel IR's, computed when it was built); a malformed node has none.
+const Shape &shapeOf(const KernelOp &x) {
+  LAZYJIT_USER_CHECK(x.shape() != nullptr, Error, "kernel: {} is malformed (verifyAst says how)", opName(x.op));
+  return *x.shape();
+}
+} // namespace
+
+Kernel::Kernel(KernelOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(std::move(o)) {
   LAZYJIT_USER_CHECK(ast->op == Op::Store, Error, "kernels must have a STORE as the output, got {}",
                      opName(ast->op));
   auto ops = ast->uniqueOps();
-  const LazyOp *expand = nullptr;
-  for (const LazyOp *x : ops)
+  const KernelOp *expand = nullptr;
+  for (const KernelOp *x : ops)
     if (x->op == Op::Expand && !expand) expand = x;
   rowKernel = expand != nullptr;
   // a row kernel's reduces inside its EXPANDs are its row values; the one outside (if any) is the
   // kernel's reduce, which its final pass accumulates
-  std::unordered_set<const LazyOp *> inRows = expandedSubtrees(*ast);
-  for (const LazyOp *x : ops) {
+  std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*ast);
+  for (const KernelOp *x : ops) {
     if (isReduceOp(x->op) && !inRows.count(x)) {
       LAZYJIT_USER_CHECK(!reduceop || *reduceop == *x, Error, "max one reduce op in an AST");
       if (!reduceop) reduceop = x;
     }
-    if (!isBufferOp(x->op)) continue;
-    bool dup = std::any_of(bufs.begin(), bufs.end(), [&](const LazyOp *b) {
-      return b->op == x->op && argEqual(b->arg, x->arg);
-    });
-    if (!dup) bufs.push_back(x);
+    if (isBufferOp(x->op)) bufs.push_back(x); // (each distinct leaf once: equal leaves are one node)
   }
   LAZYJIT_INTERNAL_CHECK(!bufs.empty() && bufs[0]->op == Op::Store && bufs[0]->memBuffer().idx == 0,
                          "buffer 0 is not the store buffer");
@@ -45,20 +49,16 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
     // row values have another) has the full shape
     bool found = false;
     std::optional<Shape> full;
-    if (rowKernel) full = getLazyOpInfo(*reduceop->src[0].op).shape;
-    for (const LazyOp *x : reduceop->uniqueOps()) {
+    if (rowKernel) full = shapeOf(*reduceop->src[0]);
+    for (const KernelOp *x : reduceop->uniqueOps()) {
       if (!isBufferOp(x->op) || (full && x->bufferSt().shape() != *full)) continue;
-      for (size_t i = 0; i < bufs.size(); ++i)
-        if (bufs[i]->op == x->op && argEqual(bufs[i]->arg, x->arg)) {
-          fullBufIndex = i;
-          break;
-        }
+      fullBufIndex = bufIndex(x);
       found = true;
       break;
     }
     LAZYJIT_USER_CHECK(found, UnsupportedError, "kernel: the reduce of a row kernel reads no buffer of its shape");
   }
-  for (const LazyOp *b : bufs) sts.push_back(b->bufferSt());
+  for (const KernelOp *b : bufs) sts.push_back(b->bufferSt());
   for (size_t i = 1; i < sts.size(); ++i)
     LAZYJIT_USER_CHECK(sts[i].shape().size() == sts[0].shape().size(), Error,
                        "kernel: buffer {} has rank {} but the output has rank {}", i,
@@ -66,7 +66,7 @@ Kernel::Kernel(LazyOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts(s
 
   // move all reduce axes to the end (a row kernel: its row axes)
   std::vector<int64_t> keep, red;
-  const Shape &rowShape = rowKernel ? getLazyOpInfo(*expand->src[0].op).shape : fullShape();
+  const Shape &rowShape = rowKernel ? shapeOf(*expand->src[0]) : fullShape();
   std::vector<int64_t> rows;
   for (size_t i = 0; i < shapeLen(); ++i) {
     auto a = static_cast<int64_t>(i);
@@ -345,7 +345,7 @@ void Kernel::padTo(int64_t axis, int64_t amt) {
   bool reduceAxis = axis >= firstReduce();
   if (reduceAxis) {
     bool safe = reduceop && reduceop->op == Op::Sum;
-    for (const LazyOp *x : reduceop ? reduceop->src[0].op->uniqueOps() : std::vector<const LazyOp *>{})
+    for (const KernelOp *x : reduceop ? reduceop->src[0]->uniqueOps() : std::vector<const KernelOp *>{})
       // (a bitcast would turn the -0.0 of a negated 0 into a nonzero integer)
       safe = safe && zeroPreserving(x->op) && !(x->op == Op::Cast && std::get<CastArg>(x->arg).bitcast);
     LAZYJIT_USER_CHECK(safe, UnsupportedError,
@@ -385,12 +385,16 @@ void Kernel::handCodedOptimizations() {
     applyCPUHeuristics(*this);
 }
 
-std::string kernelName(const LazyOp &ast, bool mergeView) {
-  // a LazyOpRef that does not own the node: the Kernel only reads it during this call
-  LazyOpRef ref(std::shared_ptr<const LazyOp>(), &ast);
+size_t Kernel::bufIndex(const KernelOp *x) const {
+  auto it = std::find(bufs.begin(), bufs.end(), x);
+  LAZYJIT_INTERNAL_CHECK(it != bufs.end(), "kernel: {} is not one of its buffers", opName(x->op));
+  return static_cast<size_t>(it - bufs.begin());
+}
+
+std::string kernelName(const KernelOp &ast, bool mergeView) {
   KernelOptions opts;
   opts.mergeView = mergeView;
-  return Kernel(ref, opts).name();
+  return Kernel(ast.self(), opts).name();
 }
 
 } // namespace lazyjit

@@ -102,8 +102,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   auto outCombos = upcastCombos(outSizes), redCombos = upcastCombos(redSizes);
 
   std::vector<NodeRef> idxs(n);
-  const LazyOp *store = k.bufs[0];
-  const LazyOp &top = *store->src[0].op;
+  const KernelOp *store = k.bufs[0];
+  const KernelOp &top = *store->src[0];
 
   auto setUpcast = [&](std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) {
     for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
@@ -224,7 +224,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
                       });
         }
         std::vector<Value *> next = cur;
-        const LazyOp &src = *k.reduceop->src[0].op;
+        const KernelOp &src = *k.reduceop->src[0];
         Op alu = rop == Op::Sum ? Op::Add : Op::Max;
         note("accumulate {} value{}{}{}", outCombos.size() * redCombos.size(),
              outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : "",
@@ -401,7 +401,7 @@ Function *CPULowerer::lower(const std::string &symbol) {
   Type *ptrTy = PointerType::getUnqual(ctx);
   auto vars = varsFromAst(*k.ast);
   int numBufs = 0;
-  for (const LazyOp *x : k.bufs)
+  for (const KernelOp *x : k.bufs)
     if (x->op != Op::Const) numBufs = std::max(numBufs, x->memBuffer().idx + 1);
 
   // the implementation: one noalias pointer per buffer, the variables, the outer range
@@ -482,7 +482,7 @@ Function *CPULowerer::lower(const std::string &symbol) {
     args.push_back(eb.CreateIntToPtr(slot(vars.size()), ptrTy, "bounds"));
     for (int i = 0; i < numBufs; ++i) {
       int64_t itemsize = 1;
-      for (const LazyOp *x : k.bufs)
+      for (const KernelOp *x : k.bufs)
         if (x->op != Op::Const && x->memBuffer().idx == i) itemsize = x->memBuffer().dtype.itemsize();
       args.push_back(eb.CreateUDiv(slot(vars.size() + 1 + i), eb.getInt64(static_cast<uint64_t>(itemsize)),
                                    "size" + std::to_string(i)));

@@ -47,7 +47,7 @@ private:
   /// then the output row.
   void emitRowBody(Value *start, Value *end);
   /// Chooses the values several passes of a row kernel read and gives each a scratch array.
-  void planRowScratch(const std::vector<const LazyOp *> &passes);
+  void planRowScratch(const std::vector<const KernelOp *> &passes);
   void prefetchNextRow(const std::vector<NodeRef> &vix);
   /// The most stack a row kernel's scratch arrays may take (per thread).
   static constexpr int64_t kMaxRowScratchBytes = 256 * 1024;
@@ -106,14 +106,14 @@ private:
   /// Whether eval can compute every node among `ops` on `lanes` lanes: float32/float64 buffers
   /// and casts to them (not bitcasts), no integer op, exp2/log2/sin where the vector library has
   /// them. Everything else is the ALU's, which works on vectors as on scalars.
-  bool lanesSupported(const std::vector<const LazyOp *> &ops);
+  bool lanesSupported(const std::vector<const KernelOp *> &ops);
   bool usesVidx(const Node &n) const;
   bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
   Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
   Value *renderVec(const Node &n, llvm::IntegerType *et);
   llvm::IntegerType *vecIndexType(const Node &n);
   Value *maskFor(const NodeRef &valid);
-  Val laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int64_t lanes) override;
+  Val laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, int64_t lanes) override;
   Value *gather(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, const NodeRef &valid);
   void vecStore(const std::vector<NodeRef> &idxs, Val v);
   Value *vecZero(DType dt) { return llvm::Constant::getNullValue(llvm::VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false)); }

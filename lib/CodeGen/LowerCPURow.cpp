@@ -28,18 +28,18 @@ namespace {
 // values (reduces and EXPANDs, computed before the pass).
 // Whether a pass evaluates a node's operands: not below a row value (a reduce or an EXPAND, computed
 // before the pass). (The leaves of a pass, LOADs and CONSTs, have none.)
-bool passDescends(const LazyOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; }
+bool passDescends(const KernelOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; }
 
-std::vector<const LazyOp *> passNodes(const LazyOp *root) {
-  std::vector<const LazyOp *> out, stack{root};
-  std::unordered_set<const LazyOp *> seen{root};
+std::vector<const KernelOp *> passNodes(const KernelOp *root) {
+  std::vector<const KernelOp *> out, stack{root};
+  std::unordered_set<const KernelOp *> seen{root};
   while (!stack.empty()) {
-    const LazyOp *op = stack.back();
+    const KernelOp *op = stack.back();
     stack.pop_back();
     out.push_back(op);
     if (!passDescends(*op)) continue;
     for (const auto &s : op->src)
-      if (seen.insert(s.op.get()).second) stack.push_back(s.op.get());
+      if (seen.insert(s.get()).second) stack.push_back(s.get());
   }
   return out;
 }
@@ -48,7 +48,7 @@ bool transcendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op
 
 } // namespace
 
-void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
+void CPULowerer::planRowScratch(const std::vector<const KernelOp *> &passes) {
   // an element-wise node read by two or more passes that computes a transcendental function is
   // worth an L1-resident array per row (softmax's exp: computed by the sum's pass, read by the
   // output's); its operands are then not evaluated again, so only the outermost such node is kept
@@ -59,39 +59,39 @@ void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
     if (!full[a].isInt()) return;
     rowElems *= full[a].asInt();
   }
-  std::unordered_map<const LazyOp *, int> uses;
-  std::unordered_map<const LazyOp *, bool> costly;
-  for (const LazyOp *p : passes)
-    for (const LazyOp *x : passNodes(p)) ++uses[x];
+  std::unordered_map<const KernelOp *, int> uses;
+  std::unordered_map<const KernelOp *, bool> costly;
+  for (const KernelOp *p : passes)
+    for (const KernelOp *x : passNodes(p)) ++uses[x];
   // whether a transcendental function is computed at or below a node, within its pass
-  auto isCostly = [&](const LazyOp *root) {
-    walkOps(*root, [&](const LazyOp &x) { return passDescends(x) && !costly.count(&x); }, [&](const LazyOp &x) {
+  auto isCostly = [&](const KernelOp *root) {
+    walkOps(*root, [&](const KernelOp &x) { return passDescends(x) && !costly.count(&x); }, [&](const KernelOp &x) {
       if (costly.count(&x)) return;
       bool c = transcendental(x.op);
       if (passDescends(x))
-        for (const auto &s : x.src) c = costly.at(s.op.get()) || c;
+        for (const auto &s : x.src) c = costly.at(s.get()) || c;
       costly.emplace(&x, c);
     });
     return costly.at(root);
   };
-  std::vector<const LazyOp *> chosen;
+  std::vector<const KernelOp *> chosen;
   for (const auto &[x, n] : uses)
     if (n >= 2 && !isBufferOp(x->op) && !isReduceOp(x->op) && x->op != Op::Expand && isCostly(x) &&
         dtypeOf(*x).isFloating())
       chosen.push_back(x);
   // drop the nodes inside another chosen node (passNodes(x) but x, for every x, each node's
   // operands walked once: a node met again had its own inside walked already)
-  std::unordered_set<const LazyOp *> inner, walked;
-  std::vector<const LazyOp *> stack;
-  auto below = [&](const LazyOp *y) {
+  std::unordered_set<const KernelOp *> inner, walked;
+  std::vector<const KernelOp *> stack;
+  auto below = [&](const KernelOp *y) {
     if (passDescends(*y))
-      for (const auto &s : y->src) stack.push_back(s.op.get());
+      for (const auto &s : y->src) stack.push_back(s.get());
   };
-  for (const LazyOp *x : chosen) {
+  for (const KernelOp *x : chosen) {
     if (!walked.insert(x).second) continue;
     below(x);
     while (!stack.empty()) {
-      const LazyOp *y = stack.back();
+      const KernelOp *y = stack.back();
       stack.pop_back();
       inner.insert(y);
       if (walked.insert(y).second) below(y);
@@ -100,7 +100,7 @@ void CPULowerer::planRowScratch(const std::vector<const LazyOp *> &passes) {
   int64_t bytes = 0;
   IRBuilderBase::InsertPointGuard guard(b);
   b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-  for (const LazyOp *x : chosen) {
+  for (const KernelOp *x : chosen) {
     if (inner.count(x)) continue;
     Type *t = vb.regType(dtypeOf(*x));
     int64_t size = rowElems * static_cast<int64_t>(m.getDataLayout().getTypeAllocSize(t));
@@ -122,7 +122,7 @@ void CPULowerer::prefetchNextRow(const std::vector<NodeRef> &vix) {
   int outer = k.rowStart - 1;
   next[outer] = sumNodes({vix[outer], numNode(1)});
   for (size_t bi = 1; bi < k.bufs.size(); ++bi) {
-    const LazyOp *x = k.bufs[bi];
+    const KernelOp *x = k.bufs[bi];
     if (x->op != Op::Load) continue;
     NodeRef base;
     if (!contiguousInVidx(access(bi, vix).idx, &base)) continue;
@@ -138,16 +138,16 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
   std::vector<NodeRef> idxs(n);
-  std::vector<const LazyOp *> order = rowNodes();
-  const LazyOp &top = *k.bufs[0]->src[0].op;
+  std::vector<const KernelOp *> order = rowNodes();
+  const KernelOp &top = *k.bufs[0]->src[0];
   // a row kernel with a reduce outside its EXPANDs: the final pass accumulates it
-  const LazyOp *topReduce = k.reduceop;
+  const KernelOp *topReduce = k.reduceop;
   int fr = topReduce ? k.firstReduce() : rs;
-  const LazyOp &finalRoot = topReduce ? *topReduce->src[0].op : top;
+  const KernelOp &finalRoot = topReduce ? *topReduce->src[0] : top;
   {
-    std::vector<const LazyOp *> passes;
-    for (const LazyOp *x : order)
-      if (isReduceOp(x->op)) passes.push_back(x->src[0].op.get());
+    std::vector<const KernelOp *> passes;
+    for (const KernelOp *x : order)
+      if (isReduceOp(x->op)) passes.push_back(x->src[0].get());
     passes.push_back(&finalRoot);
     planRowScratch(passes);
   }
@@ -158,7 +158,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     rowIndex = j;
   };
   auto endPass = [&] {
-    for (const LazyOp *x : rowScratchStored) rowScratch.at(x).filled = true;
+    for (const KernelOp *x : rowScratchStored) rowScratch.at(x).filled = true;
     rowScratchStored.clear();
     rowIndex = nullptr;
   };
@@ -233,10 +233,10 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       return inner(ix, c);
     });
   };
-  auto vectorPass = [&](const LazyOp *root) {
+  auto vectorPass = [&](const KernelOp *root) {
     if (k.rowLanes == 0 || (tailStart != last && rs != n - 1) || tailStart == 0) return false;
-    std::vector<const LazyOp *> ops = passNodes(root);
-    std::erase_if(ops, [](const LazyOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
+    std::vector<const KernelOp *> ops = passNodes(root);
+    std::erase_if(ops, [](const KernelOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
     lanes = k.rowLanes;
     bool ok = lanesSupported(ops);
     lanes = 0;
@@ -246,7 +246,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   std::function<Value *(Value *)> row = [&](Value *acc) -> Value * {
     rowValues.clear();
     int pass = 0; // the second pass prefetches the next row, behind this row's work
-    for (const LazyOp *x : order) {
+    for (const KernelOp *x : order) {
       if (x->op == Op::Expand) {
         note("row value (EXPAND): once per row");
         setRowValue(*x, idxs);
@@ -254,7 +254,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       }
       DType rdt = dtypeOf(*x);
       Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
-      const LazyOp &src = *x->src[0].op;
+      const KernelOp &src = *x->src[0];
       bool prefetch = pass++ == 1;
       note("pass {}: {} over the row{}", pass, opName(x->op), prefetch ? ", prefetching the next row" : "");
       TraceIndent inPass(trace);

@@ -142,9 +142,9 @@ bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
   return contiguousInVidx(access(0, ix).idx, nullptr);
 }
 
-bool CPULowerer::lanesSupported(const std::vector<const LazyOp *> &ops) {
+bool CPULowerer::lanesSupported(const std::vector<const KernelOp *> &ops) {
   auto floating = [](DType dt) { return dt == dtypes::float32 || dt == dtypes::float64; };
-  for (const LazyOp *x : ops) {
+  for (const KernelOp *x : ops) {
     switch (opTypeOf(x->op)) {
     case OpType::Buffer:
       if (!floating(x->bufferDType())) return false;
@@ -278,7 +278,7 @@ Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, 
   return phi;
 }
 
-Val CPULowerer::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int64_t n) {
+Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, int64_t n) {
   LAZYJIT_INTERNAL_CHECK(n == lanes, "codegen: a leaf on {} lanes in vector mode of {}", n, lanes);
   size_t bi = bufIndex(&op);
   DType dt = op.bufferDType();

@@ -39,16 +39,8 @@ std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes
   return out;
 }
 
-size_t KernelEmitter::bufIndex(const LazyOp *op) {
-  auto it = bufIndexOf.find(op);
-  if (it != bufIndexOf.end()) return it->second;
-  for (size_t i = 0; i < k.bufs.size(); ++i)
-    if (k.bufs[i]->op == op->op && argEqual(k.bufs[i]->arg, op->arg)) return bufIndexOf[op] = i;
-  LAZYJIT_INTERNAL_CHECK(false, "codegen: buffer op not found in the kernel");
-}
-
-DType KernelEmitter::dtypeOf(const LazyOp &op) {
-  const LazyOp *bad = nullptr;
+DType KernelEmitter::dtypeOf(const KernelOp &op) {
+  const KernelOp *bad = nullptr;
   std::optional<DType> dt = kernelDTypeOf(op, &bad);
   LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} in a kernel AST", opName(bad->op));
   return *dt;
@@ -356,7 +348,7 @@ Value *KernelEmitter::laneIndices(Value *base, int64_t lanes) {
 }
 
 void KernelEmitter::storeOutput(const std::vector<NodeRef> &idxs, Val v) {
-  const LazyOp *store = k.bufs[0];
+  const KernelOp *store = k.bufs[0];
   DType outDt = store->memBuffer().dtype;
   auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return;

@@ -7,7 +7,7 @@
 #include "LowerValues.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
-#include "lazyjit/Graph/NodeDType.h"
+#include "lazyjit/Schedule/NodeDType.h"
 
 #include <llvm/IR/Module.h>
 #include <llvm/IR/ValueHandle.h>
@@ -62,7 +62,6 @@ protected:
   llvm::Function *fn = nullptr;
   std::vector<Value *> bufPtrs;               ///< data0..dataN
   std::map<std::string, Value *> varValues;   ///< index and kernel variables by name
-  std::unordered_map<const LazyOp *, size_t> bufIndexOf;
   std::map<std::string, Val> loadCache;
   std::unordered_map<std::string, SimplifiedIndex> accessMemo;
   /// The integer type of index arithmetic: i64 unless a driver narrows it (NVPTX uses i32 when
@@ -117,8 +116,8 @@ protected:
   /// The lane indices base + 0 .. base + lanes - 1 of a contiguous vector access.
   Value *laneIndices(Value *base, int64_t lanes);
 
-  size_t bufIndex(const LazyOp *op);
-  DType dtypeOf(const LazyOp &op);
+  size_t bufIndex(const KernelOp *op) const { return k.bufIndex(op); }
+  DType dtypeOf(const KernelOp &op);
   Value *i64(int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); }
   Value *asI64(Value *v);
   Value *asI1(Value *v);
@@ -140,29 +139,28 @@ protected:
   /// Whether `n` is never negative (then C and floor division agree, and udiv/urem are exact).
   static bool nonNegative(const Node &n);
   /// Loads buffer `op` (LOAD or CONST) at per-axis indices, gated by its validity.
-  Val loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs);
+  Val loadLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs);
   /// Evaluates an AST node at per-axis indices on `lanes` lanes (0: one value; more: a driver's
   /// vector mode, one LLVM vector, leaves from laneLeaf): the reduce node evaluates to `acc`, a row
   /// kernel's EXPAND and reduce nodes to their `rowValues` (the same in every lane). One evaluator
   /// for any lane count: the ALU (ValueBuilder) is the same for scalars and vectors. Iterative, and
   /// each distinct node is evaluated once per call: a subtree the AST shares is emitted once, and
   /// a chain as deep as it is long needs no native stack.
-  Val eval(const LazyOp &op, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes = 0);
+  Val eval(const KernelOp &op, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes = 0);
   /// A LOAD or CONST leaf on `lanes` (> 0) lanes: drivers with a vector mode override it.
-  virtual Val laneLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs, int64_t lanes);
+  virtual Val laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, int64_t lanes);
   /// The instruction of element-wise node `op` on its evaluated operands `s`.
-  Val evalAlu(const LazyOp &op, std::vector<Val> s);
+  Val evalAlu(const KernelOp &op, std::vector<Val> s);
 
   /// Row kernels (Kernel::rowKernel): the values of the current row's reduces and EXPANDs, by the
-  /// node `rowNodes` lists for them (structurally equal nodes share one value).
-  std::unordered_map<const LazyOp *, Val> rowValues;
-  std::unordered_map<const LazyOp *, const LazyOp *> rowCanon;
+  /// node `rowNodes` lists for them.
+  std::unordered_map<const KernelOp *, Val> rowValues;
   /// The distinct reduce and EXPAND nodes of a row kernel, each after the ones it reads.
-  std::vector<const LazyOp *> rowNodes();
-  const Val *rowValue(const LazyOp &op) const;
+  std::vector<const KernelOp *> rowNodes();
+  const Val *rowValue(const KernelOp &op) const;
   /// Sets the row value of an EXPAND: its tree (over the row shape) at the row's first element,
   /// `idxs` with the row axes at 0.
-  void setRowValue(const LazyOp &expand, const std::vector<NodeRef> &idxs);
+  void setRowValue(const KernelOp &expand, const std::vector<NodeRef> &idxs);
   /// Row kernels: element-wise values that several passes over the row read are kept in a
   /// per-row scratch array (LowerCPURow.cpp) at `rowIndex`: the first pass stores, later ones load.
   struct RowScratch {
@@ -170,14 +168,14 @@ protected:
     llvm::Type *type;
     bool filled = false;
   };
-  std::unordered_map<const LazyOp *, RowScratch> rowScratch;
-  std::vector<const LazyOp *> rowScratchStored; ///< stored by the current pass
+  std::unordered_map<const KernelOp *, RowScratch> rowScratch;
+  std::vector<const KernelOp *> rowScratchStored; ///< stored by the current pass
   /// A node with a scratch array (in a row pass): the first pass computes it and stores it at
   /// `rowIndex` (scratchStore), later passes load it (scratchLoad: empty when the node has no
   /// filled array); `lanes` 0 is one element, else a vector of `lanes`.
-  std::optional<Val> scratchLoad(const LazyOp &op, int64_t lanes);
-  void scratchStore(const LazyOp &op, int64_t lanes, const Val &v);
-  RowScratch *scratchOf(const LazyOp &op);
+  std::optional<Val> scratchLoad(const KernelOp &op, int64_t lanes);
+  void scratchStore(const KernelOp &op, int64_t lanes, const Val &v);
+  RowScratch *scratchOf(const KernelOp &op);
   Value *scratchAddress(const RowScratch &sc, int64_t lanes, llvm::Type *&t, llvm::Align &align);
   Value *rowIndex = nullptr;
   /// Emits `for iv in [lo, hi)` (iv of lo's type) carrying `carried`; `body` returns their next values. Loads cached

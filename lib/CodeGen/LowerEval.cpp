@@ -12,7 +12,7 @@ namespace lazyjit {
 
 using namespace llvm;
 
-Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) {
+Val KernelEmitter::loadLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs) {
   size_t bi = bufIndex(&op);
   auto [idx, valid] = access(bi, idxs);
   DType dt = op.bufferDType();
@@ -47,41 +47,30 @@ Val KernelEmitter::loadLeaf(const LazyOp &op, const std::vector<NodeRef> &idxs) 
   return out;
 }
 
-std::vector<const LazyOp *> KernelEmitter::rowNodes() {
-  struct Hash {
-    size_t operator()(const LazyOp *o) const { return o->hash(); }
-  };
-  struct Eq {
-    bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
-  };
-  std::unordered_map<const LazyOp *, const LazyOp *, Hash, Eq> distinct;
-  std::unordered_set<const LazyOp *> inRows = expandedSubtrees(*k.ast);
-  std::vector<const LazyOp *> order;
+std::vector<const KernelOp *> KernelEmitter::rowNodes() {
+  std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*k.ast);
+  std::vector<const KernelOp *> order;
   // post-order, each node once
-  walkOps(*k.ast, [](const LazyOp &) { return true; }, [&](const LazyOp &x) {
+  walkOps(*k.ast, [](const KernelOp &) { return true; }, [&](const KernelOp &x) {
     // (the kernel's own reduce, outside every EXPAND, is not a row value)
     if ((!isReduceOp(x.op) && x.op != Op::Expand) || !inRows.count(&x)) return;
-    auto [it, fresh] = distinct.emplace(&x, &x);
-    rowCanon[&x] = it->second;
-    if (fresh) order.push_back(&x);
+    order.push_back(&x); // (equal nodes are one KernelOp: each value is computed once)
   });
   return order;
 }
 
-const Val *KernelEmitter::rowValue(const LazyOp &op) const {
-  auto c = rowCanon.find(&op);
-  if (c == rowCanon.end()) return nullptr;
-  auto v = rowValues.find(c->second);
+const Val *KernelEmitter::rowValue(const KernelOp &op) const {
+  auto v = rowValues.find(&op);
   return v == rowValues.end() ? nullptr : &v->second;
 }
 
-void KernelEmitter::setRowValue(const LazyOp &expand, const std::vector<NodeRef> &idxs) {
+void KernelEmitter::setRowValue(const KernelOp &expand, const std::vector<NodeRef> &idxs) {
   std::vector<NodeRef> atRowStart = idxs;
   for (size_t a = static_cast<size_t>(k.rowStart); a < atRowStart.size(); ++a) atRowStart[a] = numNode(0);
-  rowValues[&expand] = eval(*expand.src[0].op, atRowStart, nullptr);
+  rowValues[&expand] = eval(*expand.src[0], atRowStart, nullptr);
 }
 
-Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes) {
+Val KernelEmitter::eval(const KernelOp &root, const std::vector<NodeRef> &idxs, const Val *acc, int64_t lanes) {
   // A row value is one per row: on lanes, the same in each.
   auto spread = [&](const Val &v) {
     if (!lanes || v.v->getType()->isVectorTy()) return v;
@@ -89,7 +78,7 @@ Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, co
   };
   // The value of a node that needs no operands evaluated: a leaf, a row value, the accumulator, an
   // element a scratch array holds.
-  auto direct = [&](const LazyOp &op) -> std::optional<Val> {
+  auto direct = [&](const KernelOp &op) -> std::optional<Val> {
     if (isBufferOp(op.op)) return lanes ? laneLeaf(op, idxs, lanes) : loadLeaf(op, idxs);
     if (const Val *v = rowValue(op)) return spread(*v);
     if (isReduceOp(op.op)) {
@@ -101,16 +90,16 @@ Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, co
     return scratchLoad(op, lanes);
   };
   // operands left to right (the order of the instructions), each node once
-  std::unordered_map<const LazyOp *, Val> done;
+  std::unordered_map<const KernelOp *, Val> done;
   std::vector<Val> operands;
-  walkOps(root, [&](const LazyOp &op) {
+  walkOps(root, [&](const KernelOp &op) {
     std::optional<Val> v = direct(op);
     if (v) done.emplace(&op, *v);
     return !v;
-  }, [&](const LazyOp &op) {
+  }, [&](const KernelOp &op) {
     if (done.count(&op)) return;
     operands.clear();
-    for (const auto &x : op.src) operands.push_back(done.at(x.op.get()));
+    for (const auto &x : op.src) operands.push_back(done.at(x.get()));
     Val v = evalAlu(op, operands);
     scratchStore(op, lanes, v);
     done.emplace(&op, v);
@@ -118,12 +107,12 @@ Val KernelEmitter::eval(const LazyOp &root, const std::vector<NodeRef> &idxs, co
   return done.at(&root);
 }
 
-Val KernelEmitter::laneLeaf(const LazyOp &op, const std::vector<NodeRef> &, int64_t lanes) {
+Val KernelEmitter::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &, int64_t lanes) {
   LAZYJIT_INTERNAL_CHECK(false, "codegen: {} on {} lanes in a driver without a vector mode", opName(op.op), lanes);
   return {};
 }
 
-KernelEmitter::RowScratch *KernelEmitter::scratchOf(const LazyOp &op) {
+KernelEmitter::RowScratch *KernelEmitter::scratchOf(const KernelOp &op) {
   if (!rowIndex || rowScratch.empty()) return nullptr;
   auto it = rowScratch.find(&op);
   return it == rowScratch.end() ? nullptr : &it->second;
@@ -136,7 +125,7 @@ Value *KernelEmitter::scratchAddress(const RowScratch &sc, int64_t lanes, llvm::
   return b.CreateInBoundsGEP(sc.type, sc.ptr, rowIndex);
 }
 
-std::optional<Val> KernelEmitter::scratchLoad(const LazyOp &op, int64_t lanes) {
+std::optional<Val> KernelEmitter::scratchLoad(const KernelOp &op, int64_t lanes) {
   RowScratch *sc = scratchOf(op);
   if (!sc || !sc->filled) return std::nullopt;
   llvm::Type *t;
@@ -145,7 +134,7 @@ std::optional<Val> KernelEmitter::scratchLoad(const LazyOp &op, int64_t lanes) {
   return Val{b.CreateAlignedLoad(t, at, align), dtypeOf(op)};
 }
 
-void KernelEmitter::scratchStore(const LazyOp &op, int64_t lanes, const Val &v) {
+void KernelEmitter::scratchStore(const KernelOp &op, int64_t lanes, const Val &v) {
   RowScratch *sc = scratchOf(op);
   if (!sc) return;
   llvm::Type *t;
@@ -156,7 +145,7 @@ void KernelEmitter::scratchStore(const LazyOp &op, int64_t lanes, const Val &v) 
   rowScratchStored.push_back(&op);
 }
 
-Val KernelEmitter::evalAlu(const LazyOp &op, std::vector<Val> s) {
+Val KernelEmitter::evalAlu(const KernelOp &op, std::vector<Val> s) {
   DType dt = dtypeOf(op);
   if (op.op == Op::Cast) {
     const auto &ca = std::get<CastArg>(op.arg);

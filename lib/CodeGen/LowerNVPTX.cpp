@@ -89,7 +89,7 @@ void NVPTXLowerer::bindThreadIndices(const std::vector<GPUDim> &dims, const char
 // for each combination of the upcast values whose element on that axis starts an aligned chunk,
 // one `load <w x T>` replaces w scalar loads. `early` selects the reduce's source (upcast and
 // unroll axes vary) or the rest of the AST (only the output-upcast axes vary).
-void NVPTXLowerer::prefetchVectorLoads(const LazyOp &root, bool early) {
+void NVPTXLowerer::prefetchVectorLoads(const KernelOp &root, bool early) {
   std::vector<int> axes = outUp;
   std::vector<int64_t> sizes;
   if (early) axes.insert(axes.end(), redUp.begin(), redUp.end());
@@ -99,14 +99,14 @@ void NVPTXLowerer::prefetchVectorLoads(const LazyOp &root, bool early) {
 
   // the LOADs in the order first met, each node once (below a reduce only when `early`)
   std::vector<size_t> bufs;
-  walkOps(root, [&](const LazyOp &op) {
+  walkOps(root, [&](const KernelOp &op) {
     if (!early && isReduceOp(op.op)) return false;
     if (op.op == Op::Load) {
       size_t bi = bufIndex(&op);
       if (std::find(bufs.begin(), bufs.end(), bi) == bufs.end()) bufs.push_back(bi);
     }
     return true;
-  }, [](const LazyOp &) {});
+  }, [](const KernelOp &) {});
 
   for (size_t bi : bufs) {
     DType dt = k.bufs[bi]->bufferDType();
@@ -166,7 +166,7 @@ std::vector<Value *> NVPTXLowerer::reduceLoops(int axis, const std::vector<Value
   }
   DType rdt = dtypeOf(*k.reduceop);
   Op alu = k.reduceop->op == Op::Sum ? Op::Add : Op::Max;
-  const LazyOp &src = *k.reduceop->src[0].op;
+  const KernelOp &src = *k.reduceop->src[0];
   prefetchVectorLoads(src, true);
   std::vector<Value *> next = cur;
   for (size_t o = 0; o < outCombos.size(); ++o)
@@ -277,7 +277,7 @@ void NVPTXLowerer::emitBody() {
   }
   // late buffers are read with the reduce (and group) indices zeroed
   for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
-  const LazyOp &top = *k.bufs[0]->src[0].op;
+  const KernelOp &top = *k.bufs[0]->src[0];
   prefetchVectorLoads(top, false);
   if (outCombos.size() > 1) note("unrolled: {} outputs", outCombos.size());
   for (size_t o = 0; o < outCombos.size(); ++o) {
@@ -297,7 +297,7 @@ Function *NVPTXLowerer::lower(const std::string &sym) {
   b.setFastMathFlags(referenceFastMath());
   auto vars = varsFromAst(*k.ast);
   int numBufs = 0;
-  for (const LazyOp *x : k.bufs)
+  for (const KernelOp *x : k.bufs)
     if (x->op != Op::Const) numBufs = std::max(numBufs, x->memBuffer().idx + 1);
 
   Type *gptr = PointerType::get(ctx, kGlobalAS);

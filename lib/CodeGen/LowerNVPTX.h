@@ -40,7 +40,7 @@ private:
   std::vector<Value *> reduceLoops(int axis, const std::vector<Value *> &cur);
   std::vector<Value *> groupReduce(const std::vector<Value *> &partials, llvm::BasicBlock *&done);
   void setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) const;
-  void prefetchVectorLoads(const LazyOp &root, bool early);
+  void prefetchVectorLoads(const KernelOp &root, bool early);
 
   // row kernels (OPT=5): a block per row
   using RowBody = std::function<std::vector<Value *>(const std::vector<NodeRef> &, const std::vector<Value *> &)>;

@@ -110,25 +110,25 @@ void NVPTXLowerer::emitRowBody() {
     tidNode = numNode(0);
   }
   note("row: {} thread{} per block", rowThreads, rowThreads == 1 ? "" : "s");
-  std::vector<const LazyOp *> order = rowNodes();
-  const LazyOp &top = *k.bufs[0]->src[0].op;
-  const LazyOp *topReduce = k.reduceop;
+  std::vector<const KernelOp *> order = rowNodes();
+  const KernelOp &top = *k.bufs[0]->src[0];
+  const KernelOp *topReduce = k.reduceop;
   int fr = topReduce ? k.firstReduce() : rs;
 
   // a pass of every thread accumulating `reduce`'s source over its elements from `acc`: the
   // thread's partial result
-  auto reducePass = [&](const LazyOp &reduce, Value *acc) {
+  auto reducePass = [&](const KernelOp &reduce, Value *acc) {
     DType rdt = dtypeOf(reduce);
     Op alu = reduce.op == Op::Sum ? Op::Add : Op::Max;
     TraceIndent inPass(trace);
     return rowPass({acc}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
       note("accumulate");
-      return std::vector<Value *>{accumulate(alu, eval(*reduce.src[0].op, ix, nullptr), cur[0], rdt)};
+      return std::vector<Value *>{accumulate(alu, eval(*reduce.src[0], ix, nullptr), cur[0], rdt)};
     })[0];
   };
   auto row = [&](Value *acc) -> Value * {
     rowValues.clear();
-    for (const LazyOp *x : order) {
+    for (const KernelOp *x : order) {
       if (x->op == Op::Expand) {
         note("row value (EXPAND): once per row, in every thread");
         setRowValue(*x, idxs);

@@ -79,7 +79,7 @@ private:
 
 class CPUProgram : public Program {
 public:
-  CPUProgram(LazyOpRef ast, KernelSignature sig, JIT::Entry entry, JIT::Range range, double compileSeconds,
+  CPUProgram(KernelOpRef ast, KernelSignature sig, JIT::Entry entry, JIT::Range range, double compileSeconds,
              bool fromCache)
       : ast(std::move(ast)), sig(std::move(sig)), entry(entry), range(range) {
     info_.name = this->sig.name;
@@ -141,7 +141,7 @@ public:
   const ProgramInfo &info() const override { return info_; }
 
 private:
-  LazyOpRef ast;
+  KernelOpRef ast;
   KernelSignature sig;
   JIT::Entry entry;
   JIT::Range range;
@@ -165,7 +165,7 @@ public:
 protected:
   const char *diskCacheName() const override { return "cpu"; }
   // Links the object into the process's JIT; an object the JIT rejects throws (cached or not).
-  std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) override {
+  std::shared_ptr<Program> load(const KernelOpRef &ast, const KernelCode &code) override {
     auto [entry, range] = JIT::get().add(code.bytes, code.sig.symbol);
     return std::make_shared<CPUProgram>(ast, code.sig, entry, range, code.seconds, code.fromCache);
   }

@@ -115,7 +115,7 @@ private:
 
 class CUDAProgram : public Program {
 public:
-  CUDAProgram(Context c, std::string device, LazyOpRef ast, KernelSignature sig, CUfunction fn, double compileSeconds,
+  CUDAProgram(Context c, std::string device, KernelOpRef ast, KernelSignature sig, CUfunction fn, double compileSeconds,
               bool fromCache)
       : c(c), device(std::move(device)), ast(std::move(ast)), sig(std::move(sig)), fn(fn) {
     info_.name = this->sig.name;
@@ -177,7 +177,7 @@ public:
 private:
   Context c;
   std::string device;
-  LazyOpRef ast;
+  KernelOpRef ast;
   KernelSignature sig;
   CUfunction fn;
   int maxThreads = 0, registers = 0;
@@ -244,7 +244,7 @@ public:
 
 protected:
   const char *diskCacheName() const override { return "ptx"; }
-  std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) override;
+  std::shared_ptr<Program> load(const KernelOpRef &ast, const KernelCode &code) override;
   bool boundsMatter() const override { return false; }
   std::string logDetail(const KernelSignature &sig) const override {
     return fmt::format(" for {} (grid {}, block {})", target.cpu, fmt::join(sig.globalSize, "x"),
@@ -259,7 +259,7 @@ private:
 // Loads a kernel's PTX into a module of its own. Returns nullptr (after logging why) only for PTX
 // from the disk cache, which the caller then recompiles; fresh PTX that does not load throws with
 // the driver's JIT log.
-std::shared_ptr<Program> CUDADevice::load(const LazyOpRef &ast, const KernelCode &k) {
+std::shared_ptr<Program> CUDADevice::load(const KernelOpRef &ast, const KernelCode &k) {
   const Driver &d = *c.d;
   c.makeCurrent();
   std::string errLog(32768, '\0'), infoLog(32768, '\0');

@@ -14,14 +14,14 @@ namespace lazyjit {
 
 // A kernel's key in the disk cache: the target (with the LLVM version and the code generator's
 // fingerprint), the options the code depends on, and the AST.
-std::string CompilingDevice::diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const {
+std::string CompilingDevice::diskCacheKey(const KernelOp &ast, const CompileOptions &opts) const {
   std::string key = fmt::format("lazyjit-{}-v2\n{}\nnoopt={}\n", diskCacheName(), target.key(), opts.noopt ? 1 : 0);
   if (boundsMatter()) key += fmt::format("bounds={}\n", boundsChecking(opts) ? 1 : 0);
   if (!opts.mergeView) key += "mergeView=0\n";
   return key + astKey(ast);
 }
 
-KernelCode CompilingDevice::produce(const LazyOpRef &ast, const CompileOptions &opts, bool useDiskCache) const {
+KernelCode CompilingDevice::produce(const KernelOpRef &ast, const CompileOptions &opts, bool useDiskCache) const {
   auto t0 = std::chrono::steady_clock::now();
   KernelCode r;
   std::string key = diskCacheKey(*ast, opts);
@@ -44,9 +44,9 @@ KernelCode CompilingDevice::produce(const LazyOpRef &ast, const CompileOptions &
   return r;
 }
 
-std::vector<std::shared_ptr<Program>> CompilingDevice::compileAll(const std::vector<LazyOpRef> &asts) {
+std::vector<std::shared_ptr<Program>> CompilingDevice::compileAll(const std::vector<KernelOpRef> &asts) {
   const CompileOptions opts = CompileOptions::from(config());
-  auto keyOf = [&](const LazyOpRef &ast) {
+  auto keyOf = [&](const KernelOpRef &ast) {
     return ProgramKey{ast, opts.noopt, opts.bounds && boundsMatter(), opts.mergeView};
   };
   std::vector<std::shared_ptr<Program>> out(asts.size());
@@ -75,7 +75,7 @@ std::vector<std::shared_ptr<Program>> CompilingDevice::compileAll(const std::vec
 
   std::lock_guard lock(mu);
   for (size_t u = 0; u < unique.size(); ++u) {
-    const LazyOpRef &ast = asts[unique[u]];
+    const KernelOpRef &ast = asts[unique[u]];
     std::shared_ptr<Program> prg = load(ast, codes[u]);
     if (!prg) {
       LAZYJIT_INTERNAL_CHECK(codes[u].fromCache, "{}: freshly compiled code of {} did not load", name(),

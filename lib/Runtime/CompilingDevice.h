@@ -36,8 +36,8 @@ class CompilingDevice : public Device {
 public:
   CompilingDevice(std::string name, CompileCounters &counters) : Device(std::move(name)), counters(counters) {}
 
-  std::shared_ptr<Program> compile(const LazyOpRef &ast) final { return compileAll({ast})[0]; }
-  std::vector<std::shared_ptr<Program>> compileAll(const std::vector<LazyOpRef> &asts) final;
+  std::shared_ptr<Program> compile(const KernelOpRef &ast) final { return compileAll({ast})[0]; }
+  std::vector<std::shared_ptr<Program>> compileAll(const std::vector<KernelOpRef> &asts) final;
 
 protected:
   /// What the device compiles for: object code for a CPU target, PTX for NVPTX.
@@ -46,7 +46,7 @@ protected:
   virtual const char *diskCacheName() const = 0;
   /// Makes a program of the code (called under the device's lock, one kernel at a time). May
   /// return null for code from the disk cache that does not load: it is then compiled again.
-  virtual std::shared_ptr<Program> load(const LazyOpRef &ast, const KernelCode &code) = 0;
+  virtual std::shared_ptr<Program> load(const KernelOpRef &ast, const KernelCode &code) = 0;
   /// Whether the code depends on CompileOptions::bounds (CPU bounds checks; PTX has none): the
   /// in-memory cache keys on it only then.
   virtual bool boundsMatter() const { return true; }
@@ -54,8 +54,8 @@ protected:
   virtual std::string logDetail(const KernelSignature &) const { return ""; }
 
 private:
-  KernelCode produce(const LazyOpRef &ast, const CompileOptions &opts, bool useDiskCache) const;
-  std::string diskCacheKey(const LazyOp &ast, const CompileOptions &opts) const;
+  KernelCode produce(const KernelOpRef &ast, const CompileOptions &opts, bool useDiskCache) const;
+  std::string diskCacheKey(const KernelOp &ast, const CompileOptions &opts) const;
 
   CompileCounters &counters;
   std::mutex mu;

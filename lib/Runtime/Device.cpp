@@ -25,7 +25,7 @@ Registry &registry() {
 
 void registerBuiltinDevices(); // RegisterDevices.cpp
 
-std::vector<std::shared_ptr<Program>> Device::compileAll(const std::vector<LazyOpRef> &asts) {
+std::vector<std::shared_ptr<Program>> Device::compileAll(const std::vector<KernelOpRef> &asts) {
   std::vector<std::shared_ptr<Program>> out;
   for (const auto &a : asts) out.push_back(compile(a));
   return out;

@@ -42,19 +42,18 @@ public:
 
   // the AST inside a kernel cluster, each node once (a shared subtree has several out-edges);
   // returns the node id of `root`
-  std::string astNode(const LazyOp &root, const ScheduleItem &si, int k, std::string &edges) {
-    std::unordered_map<const LazyOp *, std::string> ids;
-    walkOps(root, [&](const LazyOp &op) {
+  std::string astNode(const KernelOp &root, const ScheduleItem &si, int k, std::string &edges) {
+    std::unordered_map<const KernelOp *, std::string> ids;
+    walkOps(root, [&](const KernelOp &op) {
       std::string id = "k" + std::to_string(k) + "_" + std::to_string(next++);
       std::string label(opShortName(op.op));
       if (op.op == Op::Const) label += " " + printDouble(op.constBuffer().val);
       out += "    " + id + " [shape=ellipse, label=\"" + escape(label) + "\"];\n";
       ids.emplace(&op, id);
       return true;
-    }, [&](const LazyOp &op) {
+    }, [&](const KernelOp &op) {
       const std::string &id = ids.at(&op);
-      for (const auto &s : op.src)
-        if (!s.isBuffer()) edges += "  " + ids.at(s.op.get()) + " -> " + id + ";\n";
+      for (const auto &s : op.src) edges += "  " + ids.at(s.get()) + " -> " + id + ";\n";
       if (op.op == Op::Load) {
         int idx = op.memBuffer().idx;
         if (idx >= 1 && static_cast<size_t>(idx - 1) < si.inputs.size())

@@ -3,7 +3,7 @@
 // against) are in InterpreterScalar.cpp.
 #include "InterpreterScalar.h"
 #include "lazyjit/Runtime/Interpreter.h"
-#include "lazyjit/Graph/NodeDType.h"
+#include "lazyjit/Schedule/NodeDType.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Runtime/HostAllocator.h"
 #include "lazyjit/Support/Math.h"
@@ -85,7 +85,7 @@ CExpr compileNode(const Node &n, const std::unordered_map<std::string, int> &slo
 
 class Evaluator {
 public:
-  Evaluator(const LazyOp &ast, std::span<Buffer *const> bufs, const VarVals &vars)
+  Evaluator(const KernelOp &ast, std::span<Buffer *const> bufs, const VarVals &vars)
       : bufs(bufs) {
     // slots: idx0..idx{R-1} for the current index, then the symbolic variables
     int next = kMaxRank;
@@ -99,7 +99,7 @@ public:
     prepare(ast);
   }
 
-  void run(const LazyOp &store) {
+  void run(const KernelOp &store) {
     const MemBuffer &mb = store.memBuffer();
     Shape shape = concrete(mb.st.shape());
     std::vector<int64_t> idx(shape.size(), 0);
@@ -107,12 +107,12 @@ public:
     for (const auto &s : shape) total *= s.asInt();
     const Leaf &leaf = leaves.at(&store);
     for (int64_t n = 0; n < total; ++n) {
-      Value v = eval(*store.src[0].op, idx);
+      Value v = eval(*store.src[0], idx);
       setIdx(idx);
       if (leaf.valid.eval(slots.data())) {
         int64_t at = leaf.index.eval(slots.data());
         checkBounds(0, at);
-        storeScalar(bufs[0]->ptr(), at, mb.dtype, convert(v, dtypeOf(*store.src[0].op), mb.dtype));
+        storeScalar(bufs[0]->ptr(), at, mb.dtype, convert(v, dtypeOf(*store.src[0]), mb.dtype));
       }
       increment(idx, shape);
     }
@@ -127,7 +127,7 @@ private:
   std::unordered_map<std::string, int> slotOf;
   std::vector<std::pair<int, int64_t>> symValues;
   std::vector<int64_t> slots;
-  std::unordered_map<const LazyOp *, Leaf> leaves;
+  std::unordered_map<const KernelOp *, Leaf> leaves;
 
   Shape concrete(const Shape &s) const {
     Shape out;
@@ -138,15 +138,11 @@ private:
     return out;
   }
 
-  void prepare(const LazyOp &ast) {
-    for (const LazyOp *x : ast.uniqueOps()) {
-      for (const auto &s : x->src)
-        LAZYJIT_USER_CHECK(!s.isBuffer(), Error, "interpreter: the AST still has lazy buffers");
-      prepareLeaf(*x);
-    }
+  void prepare(const KernelOp &ast) {
+    for (const KernelOp *x : ast.uniqueOps()) prepareLeaf(*x);
   }
 
-  void prepareLeaf(const LazyOp &op) {
+  void prepareLeaf(const KernelOp &op) {
     if (isBufferOp(op.op)) {
       const ShapeTracker &st = op.bufferSt();
       LAZYJIT_USER_CHECK(st.shape().size() <= kMaxRank, UnsupportedError,
@@ -164,8 +160,8 @@ private:
     }
   }
 
-  DType dtypeOf(const LazyOp &op) {
-    const LazyOp *bad = nullptr;
+  DType dtypeOf(const KernelOp &op) {
+    const KernelOp *bad = nullptr;
     std::optional<DType> dt = kernelDTypeOf(op, &bad);
     LAZYJIT_USER_CHECK(dt.has_value(), Error, "interpreter: {} is not allowed in a kernel AST", opName(bad->op));
     return *dt;
@@ -193,23 +189,23 @@ private:
   // evaluates its source's own Subtree, at other indices). Evaluating it is a loop: no recursion
   // along a chain as deep as it is long, and a node the AST shares is computed once per index.
   struct Subtree {
-    std::vector<const LazyOp *> nodes;
+    std::vector<const KernelOp *> nodes;
     std::vector<DType> dts;
     std::vector<std::vector<size_t>> operands;
     std::vector<Value> values; // scratch: a Subtree is never evaluated inside its own evaluation
   };
-  std::unordered_map<const LazyOp *, Subtree> subtrees;
+  std::unordered_map<const KernelOp *, Subtree> subtrees;
 
-  Subtree &subtreeOf(const LazyOp &root) {
+  Subtree &subtreeOf(const KernelOp &root) {
     auto [it, fresh] = subtrees.try_emplace(&root);
     Subtree &t = it->second;
     if (!fresh) return t;
-    std::unordered_map<const LazyOp *, size_t> pos;
-    auto opaque = [](const LazyOp &op) { return isBufferOp(op.op) || isReduceOp(op.op) || op.op == Op::Expand; };
-    walkOps(root, [&](const LazyOp &op) { return !opaque(op); }, [&](const LazyOp &x) {
+    std::unordered_map<const KernelOp *, size_t> pos;
+    auto opaque = [](const KernelOp &op) { return isBufferOp(op.op) || isReduceOp(op.op) || op.op == Op::Expand; };
+    walkOps(root, [&](const KernelOp &op) { return !opaque(op); }, [&](const KernelOp &x) {
       std::vector<size_t> ops;
       if (!opaque(x))
-        for (const auto &y : x.src) ops.push_back(pos.at(y.op.get()));
+        for (const auto &y : x.src) ops.push_back(pos.at(y.get()));
       pos.emplace(&x, t.nodes.size());
       t.nodes.push_back(&x);
       t.dts.push_back(dtypeOf(x));
@@ -219,12 +215,12 @@ private:
     return t;
   }
 
-  Value eval(const LazyOp &root, const std::vector<int64_t> &idx) {
+  Value eval(const KernelOp &root, const std::vector<int64_t> &idx) {
     Subtree &t = subtreeOf(root);
     std::vector<Value> s;
     std::vector<DType> sd;
     for (size_t i = 0; i < t.nodes.size(); ++i) {
-      const LazyOp &op = *t.nodes[i];
+      const KernelOp &op = *t.nodes[i];
       s.clear();
       sd.clear();
       for (size_t j : t.operands[i]) {
@@ -237,7 +233,7 @@ private:
   }
 
   // One node, its operands (values `s` of dtypes `sd`) evaluated.
-  Value evalOp(const LazyOp &op, DType dt, std::vector<Value> &s, const std::vector<DType> &sd,
+  Value evalOp(const KernelOp &op, DType dt, std::vector<Value> &s, const std::vector<DType> &sd,
                const std::vector<int64_t> &idx) {
     switch (op.op) {
     case Op::Load: {
@@ -275,8 +271,8 @@ private:
     return aluNormalize(alu(op.op, s, dt), dt);
   }
 
-  Value reduce(const LazyOp &op, const std::vector<int64_t> &outIdx, DType dt) {
-    const LazyOp &src = *op.src[0].op;
+  Value reduce(const KernelOp &op, const std::vector<int64_t> &outIdx, DType dt) {
+    const KernelOp &src = *op.src[0];
     Shape inShape = concrete(shapeOf(src));
     Shape outShape = concrete(op.shapeArg());
     std::vector<size_t> axes;
@@ -313,19 +309,19 @@ private:
 
   // A row kernel's EXPAND (OPT=5): its source at the index with the expanded axes at 0. The value
   // of the last row is kept, so a row's reduces are computed once, not once per element.
-  Value expand(const LazyOp &op, const std::vector<int64_t> &idx) {
+  Value expand(const KernelOp &op, const std::vector<int64_t> &idx) {
     auto [it, fresh] = expandMemo.try_emplace(&op);
     ExpandMemo &m = it->second;
     if (fresh) {
       // the expanded axes, once per node
-      Shape inShape = concrete(shapeOf(*op.src[0].op));
+      Shape inShape = concrete(shapeOf(*op.src[0]));
       for (size_t k = 0; k < inShape.size(); ++k)
         if (inShape[k].asInt() == 1) m.axes.push_back(k);
     }
     std::vector<int64_t> at = idx;
     for (size_t k : m.axes) at[k] = 0;
     if (fresh || m.lastAt != at) {
-      m.lastValue = eval(*op.src[0].op, at);
+      m.lastValue = eval(*op.src[0], at);
       m.lastAt = std::move(at);
     }
     return m.lastValue;
@@ -335,18 +331,17 @@ private:
     std::vector<int64_t> lastAt;
     Value lastValue;
   };
-  std::unordered_map<const LazyOp *, ExpandMemo> expandMemo;
+  std::unordered_map<const KernelOp *, ExpandMemo> expandMemo;
 
-  Shape shapeOf(const LazyOp &root) {
-    const LazyOp *op = &root;
-    while (!isBufferOp(op->op) && !isReduceOp(op->op) && op->op != Op::Expand) op = op->src[0].op.get();
-    return isBufferOp(op->op) ? op->bufferSt().shape() : op->shapeArg();
+  const Shape &shapeOf(const KernelOp &op) {
+    dtypeOf(op); // (a node has a shape exactly when it has a dtype; this names a malformed one)
+    return *op.shape();
   }
 };
 
 class InterpreterProgram : public Program {
 public:
-  explicit InterpreterProgram(LazyOpRef ast) : ast(std::move(ast)) {
+  explicit InterpreterProgram(KernelOpRef ast) : ast(std::move(ast)) {
     info_.name = "interp";
     auto li = getLazyOpInfo(*this->ast);
     info_.flops = li.flops;
@@ -358,7 +353,7 @@ public:
   const ProgramInfo &info() const override { return info_; }
 
 private:
-  LazyOpRef ast;
+  KernelOpRef ast;
   ProgramInfo info_;
 };
 
@@ -366,14 +361,14 @@ class InterpreterDevice : public Device {
 public:
   using Device::Device;
   Allocator &allocator() override { return hostAllocator(); }
-  std::shared_ptr<Program> compile(const LazyOpRef &ast) override {
+  std::shared_ptr<Program> compile(const KernelOpRef &ast) override {
     return std::make_shared<InterpreterProgram>(ast);
   }
 };
 
 } // namespace
 
-void interpretKernel(const LazyOp &ast, std::span<Buffer *const> bufs, const VarVals &vars) {
+void interpretKernel(const KernelOp &ast, std::span<Buffer *const> bufs, const VarVals &vars) {
   LAZYJIT_USER_CHECK(ast.op == Op::Store, Error, "interpreter: the AST root is {}, not STORE",
                      opName(ast.op));
   for (const Buffer *b : bufs)

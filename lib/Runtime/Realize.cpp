@@ -77,7 +77,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
       verifyAst(*si.ast);
       if (astDepth(*si.ast) >= kMaxAstTextDepth) continue;
       std::string text = printAst(*si.ast);
-      LazyOpRef back = parseAst(text, "<round-trip>");
+      KernelOpRef back = parseAst(text, "<round-trip>");
       LAZYJIT_INTERNAL_CHECK(*back == *si.ast, "AST text round trip changed the AST:\n{}", text);
     }
 
@@ -86,7 +86,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
   for (size_t i = 0; i < sched.size(); ++i)
     if (sched[i].isKernel()) byDevice[sched[i].out->device].push_back(i);
   for (auto &[dev, idxs] : byDevice) {
-    std::vector<LazyOpRef> asts;
+    std::vector<KernelOpRef> asts;
     for (size_t i : idxs) asts.push_back(sched[i].ast);
     auto progs = getDevice(dev).compileAll(asts);
     for (size_t k = 0; k < idxs.size(); ++k) programs[idxs[k]] = progs[k];

@@ -39,8 +39,8 @@ struct Pending {
   Fields fields;
   std::optional<int> label;
   std::vector<View> views;
-  std::vector<LazySrc> srcs;
-  LazyOpRef done; // Ref: the referenced node
+  std::vector<KernelOpRef> srcs;
+  KernelOpRef done; // Ref: the referenced node
 };
 
 bool isBufferLeaf(Op op) { return op == Op::Load || op == Op::Const || op == Op::Store; }
@@ -53,7 +53,7 @@ class AstParser {
 public:
   AstParser(std::string_view text, const std::string &file) : text(text), file(file) {}
 
-  std::vector<LazyOpRef> parse(bool single) {
+  std::vector<KernelOpRef> parse(bool single) {
     size_t start = 0;
     int lineNo = 0;
     while (start <= text.size()) {
@@ -77,8 +77,8 @@ private:
   std::string_view text;
   const std::string &file;
   std::vector<Pending> stack;
-  std::vector<LazyOpRef> roots;
-  std::map<int, LazyOpRef> labels;
+  std::vector<KernelOpRef> roots;
+  std::map<int, KernelOpRef> labels;
   std::map<std::string, std::pair<SInt, SInt>> varRanges; // per AST: one range per variable name
   int eofLine = 1, eofCol = 1; // where "unexpected end of input" points
 
@@ -295,7 +295,7 @@ private:
       stack.back().views.push_back(std::move(n.views[0]));
       return;
     }
-    LazyOpRef built = n.kind == Pending::Kind::Ref ? n.done : build(n, atEof);
+    KernelOpRef built = n.kind == Pending::Kind::Ref ? n.done : build(n, atEof);
     if (n.label) labels.emplace(*n.label, built);
     if (stack.empty())
       roots.push_back(std::move(built));
@@ -310,7 +310,7 @@ private:
     fail(file, n.line, n.col, msg);
   }
 
-  LazyOpRef build(Pending &n, bool atEof) {
+  KernelOpRef build(Pending &n, bool atEof) {
     std::string name(opName(n.op));
     int arity = opArity(n.op);
     size_t got = n.srcs.size();
@@ -319,6 +319,11 @@ private:
                 fmt::format("{} expects {}, got {}", name, plural(arity, "operand"), got));
     if (arity < 0 && got > 1)
       nodeError(n, false, fmt::format("{} expects at most 1 operand, got {}", name, got));
+
+    if (isLoadOp(n.op))
+      nodeError(n, false, fmt::format("{} cannot be in a kernel AST: EMPTY, COPY and CUSTOM are host steps "
+                                      "of a schedule item",
+                                      name));
 
     Fields &f = n.fields;
     auto require = [&](bool ok, std::string_view what) {
@@ -377,7 +382,7 @@ private:
       break;
     case OpArg::Custom: nodeError(n, false, fmt::format("{} runs a host function and cannot be parsed", name));
     }
-    return LazyOp::make(n.op, std::move(n.srcs), std::move(arg));
+    return KernelOp::make(n.op, std::move(n.srcs), std::move(arg));
   }
 };
 
@@ -394,11 +399,11 @@ SInt parseSInt(std::string_view text, const std::string &filename) {
   return v;
 }
 
-LazyOpRef parseAst(std::string_view text, const std::string &filename) {
+KernelOpRef parseAst(std::string_view text, const std::string &filename) {
   return AstParser(text, filename).parse(true).front();
 }
 
-std::vector<LazyOpRef> parseAsts(std::string_view text, const std::string &filename) {
+std::vector<KernelOpRef> parseAsts(std::string_view text, const std::string &filename) {
   return AstParser(text, filename).parse(false);
 }
 

@@ -61,61 +61,50 @@ std::string printView(const View &v) {
          " contiguous=" + (v.contiguous ? "True" : "False");
 }
 
-struct StructuralHash {
-  size_t operator()(const LazyOp *op) const { return op->hash(); }
-};
-struct StructuralEq {
-  bool operator()(const LazyOp *a, const LazyOp *b) const { return *a == *b; }
-};
-
 class Printer {
 public:
   /// `key`: the compact form of astKey (no indentation; each op line ends with its source count).
   explicit Printer(bool key) : key(key) {}
 
-  std::string print(const LazyOp &root) {
+  std::string print(const KernelOp &root) {
     count(root);
     // preorder with an explicit stack: a merged chain is as deep as it is long
-    std::vector<std::pair<const LazyOp *, int>> stack{{&root, 0}};
+    std::vector<std::pair<const KernelOp *, int>> stack{{&root, 0}};
     while (!stack.empty()) {
       auto [op, indent] = stack.back();
       stack.pop_back();
       if (emit(*op, indent))
-        for (size_t i = op->src.size(); i-- > 0;) stack.emplace_back(op->src[i].op.get(), indent + 2);
+        for (size_t i = op->src.size(); i-- > 0;) stack.emplace_back(op->src[i].get(), indent + 2);
     }
     return std::move(out);
   }
 
 private:
   const bool key;
-  // Occurrences of each distinct (structurally) subtree with operands; leaves are never labeled.
-  std::unordered_map<const LazyOp *, int, StructuralHash, StructuralEq> seen;
-  std::unordered_map<const LazyOp *, int, StructuralHash, StructuralEq> labels;
+  // Occurrences of each distinct subtree with operands (equal subtrees are one KernelOp); leaves are
+  // never labeled.
+  std::unordered_map<const KernelOp *, int> seen;
+  std::unordered_map<const KernelOp *, int> labels;
   std::string out;
   int nextLabel = 0;
 
-  void count(const LazyOp &root) {
-    std::vector<const LazyOp *> stack{&root};
+  void count(const KernelOp &root) {
+    std::vector<const KernelOp *> stack{&root};
     while (!stack.empty()) {
-      const LazyOp &op = *stack.back();
+      const KernelOp &op = *stack.back();
       stack.pop_back();
-      for (const auto &s : op.src)
-        LAZYJIT_USER_CHECK(!s.isBuffer(), UnsupportedError,
-                           "printAst: {} has a LazyBuffer source; only scheduled ASTs have a "
-                           "textual form",
-                           opName(op.op));
       if (op.src.empty()) continue;
       auto [it, fresh] = seen.emplace(&op, 1);
       if (!fresh) {
         ++it->second;
         continue;
       }
-      for (const auto &s : op.src) stack.push_back(s.op.get());
+      for (const auto &s : op.src) stack.push_back(s.get());
     }
   }
 
   // Prints one node; returns whether its sources follow (not for a reference to a label).
-  bool emit(const LazyOp &op, int indent) {
+  bool emit(const KernelOp &op, int indent) {
     std::string pad(key ? 0 : static_cast<size_t>(indent), ' ');
     if (!op.src.empty()) {
       if (auto it = labels.find(&op); it != labels.end()) {
@@ -155,8 +144,7 @@ private:
           } else if constexpr (std::is_same_v<T, double>) {
             out += " val=" + printDouble(a);
           } else if constexpr (std::is_same_v<T, CustomOpRef>) {
-            throw UnsupportedError("printAst: the CUSTOM function " + (a ? a->name : "?") +
-                                   " has no textual form");
+            LAZYJIT_INTERNAL_CHECK(false, "printAst: a kernel holds no host function");
           }
         },
         op.arg);
@@ -183,19 +171,18 @@ std::string printSInt(const SInt &x) {
   return x.node()->key();
 }
 
-std::string printAst(const LazyOp &ast) { return Printer(false).print(ast); }
+std::string printAst(const KernelOp &ast) { return Printer(false).print(ast); }
 
-int astDepth(const LazyOp &ast) {
-  std::unordered_map<const LazyOp *, int> depth; // of each node left
-  walkOps(ast, [](const LazyOp &) { return true; }, [&](const LazyOp &op) {
+int astDepth(const KernelOp &ast) {
+  std::unordered_map<const KernelOp *, int> depth; // of each node left
+  walkOps(ast, [](const KernelOp &) { return true; }, [&](const KernelOp &op) {
     int d = 0;
-    for (const auto &s : op.src)
-      if (!s.isBuffer()) d = std::max(d, depth.at(s.op.get()));
+    for (const auto &s : op.src) d = std::max(d, depth.at(s.get()));
     depth.emplace(&op, d + 1);
   });
   return depth.at(&ast);
 }
 
-std::string astKey(const LazyOp &ast) { return Printer(true).print(ast); }
+std::string astKey(const KernelOp &ast) { return Printer(true).print(ast); }
 
 } // namespace lazyjit

@@ -1,7 +1,7 @@
 // The scheduler walk (LazyBuffer.schedule of the reference) and its AST fixing steps:
 // _ast_reduceops, _ast_binaryops and _replace_bufferops, in the order the reference runs them.
 #include "lazyjit/Schedule/Schedule.h"
-#include "lazyjit/Graph/NodeDType.h"
+#include "lazyjit/Schedule/NodeDType.h"
 #include "lazyjit/Support/Logging.h"
 
 #include <algorithm>
@@ -292,54 +292,82 @@ void addVars(std::vector<NodeRef> &out, const ShapeTracker &st) {
       out.push_back(v);
 }
 
+// The deduplicated base buffers a kernel (or host step) over `op` reads, and each one's LOAD index.
+struct Inputs {
+  std::vector<LazyBufferRef> bufs;
+  std::unordered_map<const LazyBuffer *, int> idx; // base buffer -> its LOAD index
+};
+Inputs inputsOf(const LazyOp &op) {
+  Inputs in;
+  for (LazyBuffer *x : op.buffers()) {
+    if (x->isUnrealizedConst()) continue;
+    LazyBufferRef b = x->baseShared();
+    if (in.idx.emplace(b.get(), static_cast<int>(in.bufs.size()) + 1).second) in.bufs.push_back(std::move(b));
+  }
+  return in;
+}
+
 struct ReplacedAst {
-  LazyOpRef ast;
+  KernelOpRef ast;
   std::vector<LazyBufferRef> inputs;
   std::vector<NodeRef> vars; ///< of the leaves' ShapeTrackers, in the order they were met
 };
 
-// _replace_bufferops: leaves become LOAD(MemBuffer) of the deduplicated base buffers, or CONST.
+// _replace_bufferops: the kernel IR of `op`, whose leaves become LOAD(MemBuffer) of the deduplicated
+// base buffers, or CONST.
 ReplacedAst replaceBufferOps(const LazyOpRef &op) {
-  std::vector<LazyBufferRef> baseBufs;
-  std::unordered_map<const LazyBuffer *, int> bufIdx; // base buffer -> its LOAD index
-  for (LazyBuffer *x : op->buffers()) {
-    if (x->isUnrealizedConst()) continue;
-    LazyBufferRef b = x->baseShared();
-    if (bufIdx.emplace(b.get(), static_cast<int>(baseBufs.size()) + 1).second)
-      baseBufs.push_back(std::move(b));
-  }
-  BufferMap replacements;
+  Inputs in = inputsOf(*op);
+  // each leaf's node, sorted by buffer for lookup (a hash map would allocate per leaf)
+  std::vector<std::pair<const LazyBuffer *, KernelOpRef>> leaves;
+  leaves.reserve(op->buffers().size());
   std::vector<NodeRef> vars;
   for (LazyBuffer *x : op->buffers()) {
     ShapeTracker st = x->st.simplify().unbind();
     addVars(vars, st);
-    auto it = bufIdx.find(x->base());
-    if (it != bufIdx.end()) {
-      int idx = it->second;
-      replacements.emplace(x,
-                           LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{idx, x->dtype(), std::move(st)})));
+    auto it = in.idx.find(x->base());
+    if (it != in.idx.end()) {
+      leaves.emplace_back(x, KernelOp::load(it->second, x->dtype(), std::move(st)));
     } else if (!x->isRealized() && x->base()->op->op == Op::LoadConst) {
-      double v = std::get<double>(x->base()->op->arg);
-      replacements.emplace(x,
-                           LazySrc(LazyOp::make(Op::Const, {}, ConstBuffer{v, x->dtype(), std::move(st)})));
+      leaves.emplace_back(x, KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st)));
     } else {
       LAZYJIT_INTERNAL_CHECK(false, "schedule: not handled {}", x->repr());
     }
   }
-  LazyOpRef root = op;
+  std::sort(leaves.begin(), leaves.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+  auto leaf = [&](const LazyBuffer *b) -> const KernelOpRef & {
+    auto it = std::lower_bound(leaves.begin(), leaves.end(), b, [](const auto &e, const LazyBuffer *k) { return e.first < k; });
+    LAZYJIT_INTERNAL_CHECK(it != leaves.end() && it->first == b, "schedule: a leaf was not replaced");
+    return it->second;
+  };
+  const LazyOp *root = op.get();
   if (op->op == Op::Reshape || op->op == Op::Contiguous) {
     const LazySrc &s = op->src[0];
-    if (s.isBuffer()) return {replacements.at(s.buf.get()).op, baseBufs, vars};
-    root = s.op;
+    if (s.isBuffer()) return {leaf(s.buf.get()), std::move(in.bufs), std::move(vars)};
+    root = s.op.get();
   }
-  return {root->mapBuffers(replacements), baseBufs, vars};
-}
-
-// The shape an AST computes (getLazyOpInfo's): an element-wise node has its first operand's.
-const Shape &outputShape(const LazyOp &ast) {
-  const LazyOp *op = &ast;
-  while (!isBufferOp(op->op) && !isReduceOp(op->op) && !isMovementOp(op->op)) op = op->src[0].op.get();
-  return isBufferOp(op->op) ? op->bufferSt().shape() : op->shapeArg();
+  // each distinct node of the lazy tree once, sources first, without recursion (a fused chain is as
+  // deep as it is long)
+  std::unordered_map<const LazyOp *, KernelOpRef> built;
+  struct Frame {
+    const LazyOp *node;
+    size_t next;
+  };
+  std::vector<Frame> stack{{root, 0}};
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next < f.node->src.size()) {
+      const LazySrc &s = f.node->src[f.next++];
+      if (!s.isBuffer() && !built.count(s.op.get())) stack.push_back({s.op.get(), 0});
+      continue;
+    }
+    const LazyOp &x = *f.node;
+    stack.pop_back();
+    std::vector<KernelOpRef> src;
+    src.reserve(x.src.size());
+    for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : built.at(s.op.get()));
+    built.emplace(&x, KernelOp::make(x.op, std::move(src), x.arg));
+  }
+  return {built.at(root), std::move(in.bufs), std::move(vars)};
 }
 
 VarVals mergeVarVals(const std::vector<const ShapeTracker *> &sts) {
@@ -364,6 +392,23 @@ bool nothingToSchedule(const LazyBuffer *b, const SeenSet &seen) {
 
 // The kernel of `self`, whose op has been fixed up and whose sources are scheduled.
 ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
+  if (isLoadOp(op->op) && op->op != Op::Contiguous) { // (CONTIGUOUS is a kernel of its source)
+    // EMPTY, COPY and CUSTOM run on the host: the item carries the step and its inputs, not an op
+    // tree; each source is read whole (its base, contiguous)
+    Inputs in = inputsOf(*op);
+    for (size_t i = 0; i < op->src.size(); ++i) {
+      const LazySrc &s = op->src[i];
+      LAZYJIT_INTERNAL_CHECK(s.isBuffer() && in.idx.count(s.buf->base()) && in.idx.at(s.buf->base()) == static_cast<int>(i) + 1 &&
+                                 s.buf->st.simplify().unbind().contiguous(),
+                             "schedule: bad LoadOps src {}", i);
+    }
+    LAZYJIT_INTERNAL_CHECK(op->op == Op::Empty || op->op == Op::Copy || op->op == Op::Custom,
+                           "schedule: {} is not a host step", opName(op->op));
+    LAZYJIT_LOG(Schedule, 3, "scheduled {} for {}", opName(op->op), self->repr());
+    HostStep step{op->op, op->op == Op::Custom ? std::get<CustomOpRef>(op->arg) : nullptr};
+    return ScheduleItem{nullptr, self, std::move(in.bufs), {}, std::move(step)};
+  }
+
   std::vector<const ShapeTracker *> sts{&self->st};
   for (const LazyBuffer *b : op->buffers()) sts.push_back(&b->st);
   VarVals varVals = mergeVarVals(sts);
@@ -375,7 +420,7 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
     for (size_t i = 0; i < baseBufs.size(); ++i) {
       if (baseBufs[i]->realized() != self->outputBuffer) continue;
       bool nonContig = false;
-      for (const LazyOp *x : ast->uniqueOps())
+      for (const KernelOp *x : ast->uniqueOps())
         if (x->op == Op::Load && x->memBuffer().idx == static_cast<int>(i) + 1 &&
             !x->memBuffer().st.contiguous())
           nonContig = true;
@@ -386,38 +431,21 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
     }
   }
 
-  if (!isLoadOp(ast->op)) {
-    // (getLazyOpInfo's shape and dtype, without counting flops: the walk of the whole AST with a
-    // structural memo was a tenth of scheduling a long chain)
-    const LazyOp *bad = nullptr;
-    std::optional<DType> dt = kernelDTypeOf(*ast, &bad);
-    LAZYJIT_INTERNAL_CHECK(dt.has_value(), "schedule: {} is not allowed in a kernel AST", opName(bad->op));
-    // The buffer's dtype is the max over all sources of its op, the kernel's over the values: a
-    // WHERE whose condition has the larger dtype (`bool.gt(0)` is float32) computes its values in
-    // the smaller one. The reference asserts here; the kernel casts to the buffer's dtype.
-    if (*dt != self->dtype()) {
-      LAZYJIT_INTERNAL_CHECK(ast->op == Op::Where, "schedule: dtype mismatch {} != {}", dt->name(),
-                             self->dtype().name());
-      ast = LazyOp::make(Op::Cast, {LazySrc(ast)}, CastArg{self->dtype(), false});
-    }
-    ShapeTracker out = ShapeTracker::fromShape(outputShape(*ast));
-    addVars(vars, out);
-    ast = LazyOp::make(Op::Store, {LazySrc(ast)}, MemBuffer{0, self->dtype(), std::move(out)});
-  } else {
-    for (size_t i = 0; i < ast->src.size(); ++i) {
-      const LazySrc &s = ast->src[i];
-      LAZYJIT_INTERNAL_CHECK(!s.isBuffer() && s.op->op == Op::Load &&
-                                 s.op->memBuffer().idx == static_cast<int>(i) + 1 &&
-                                 s.op->memBuffer().st.contiguous(),
-                             "schedule: bad LoadOps src {}", i);
-    }
-    // EMPTY, COPY and CUSTOM run on the host: the item carries the step, not an op tree
-    LAZYJIT_INTERNAL_CHECK(ast->op == Op::Empty || ast->op == Op::Copy || ast->op == Op::Custom,
-                           "schedule: {} is not a host step", opName(ast->op));
-    LAZYJIT_LOG(Schedule, 3, "scheduled {} for {}", opName(ast->op), self->repr());
-    HostStep step{ast->op, ast->op == Op::Custom ? std::get<CustomOpRef>(ast->arg) : nullptr};
-    return ScheduleItem{nullptr, self, std::move(baseBufs), {}, std::move(step)};
+  // the kernel IR computed the dtype and shape of every node when it was built
+  const KernelOp *bad = nullptr;
+  std::optional<DType> dt = kernelDTypeOf(*ast, &bad);
+  LAZYJIT_INTERNAL_CHECK(dt.has_value(), "schedule: {} is not allowed in a kernel AST", opName(bad->op));
+  // The buffer's dtype is the max over all sources of its op, the kernel's over the values: a
+  // WHERE whose condition has the larger dtype (`bool.gt(0)` is float32) computes its values in
+  // the smaller one. The reference asserts here; the kernel casts to the buffer's dtype.
+  if (*dt != self->dtype()) {
+    LAZYJIT_INTERNAL_CHECK(ast->op == Op::Where, "schedule: dtype mismatch {} != {}", dt->name(),
+                           self->dtype().name());
+    ast = KernelOp::make(Op::Cast, {ast}, CastArg{self->dtype(), false});
   }
+  ShapeTracker out = ShapeTracker::fromShape(*ast->shape());
+  addVars(vars, out);
+  ast = KernelOp::store(ast, 0, self->dtype(), std::move(out));
 
   VarVals used;
   std::stable_sort(vars.begin(), vars.end(), [](const NodeRef &a, const NodeRef &b) {

@@ -28,7 +28,7 @@ bool isContiguousLayout(const View &v) {
 
 class Verifier {
 public:
-  void run(const LazyOp &root) {
+  void run(const KernelOp &root) {
     if (root.op != Op::Store)
       reject(fmt::format("the root must be BufferOps.STORE, got {}", opName(root.op)));
     const Shape &full = shapeOf(root);
@@ -49,12 +49,12 @@ public:
   }
 
 private:
-  std::unordered_map<const LazyOp *, Shape> memo;
-  std::vector<const LazyOp *> reduces, expands;
+  std::unordered_map<const KernelOp *, Shape> memo;
+  std::vector<const KernelOp *> reduces, expands;
   std::map<int, DType> loads;
   int rank = -1;
 
-  void checkSt(const LazyOp &op, const ShapeTracker &st) {
+  void checkSt(const KernelOp &op, const ShapeTracker &st) {
     if (st.views.empty()) reject(fmt::format("{} has a ShapeTracker without views", opName(op.op)));
     for (const View &v : st.views) {
       for (const auto &d : v.shape)
@@ -79,25 +79,22 @@ private:
 
   // Each node's shape, checking it, each node once: its own checks when the walk reaches it, its
   // shape after its operands'.
-  const Shape &shapeOf(const LazyOp &root) {
-    walkOps(root, [&](const LazyOp &op) {
+  const Shape &shapeOf(const KernelOp &root) {
+    walkOps(root, [&](const KernelOp &op) {
       checkNode(op, &op == &root);
       return true;
-    }, [&](const LazyOp &op) { shapeAfterOperands(op); });
+    }, [&](const KernelOp &op) { shapeAfterOperands(op); });
     return memo.at(&root);
   }
 
   // The checks of a node that need no operand's shape.
-  void checkNode(const LazyOp &op, bool isRoot) {
+  void checkNode(const KernelOp &op, bool isRoot) {
     std::string name(opName(op.op));
-    for (const auto &s : op.src)
-      if (s.isBuffer()) reject(fmt::format("{} has a LazyBuffer source", name));
     if (isMovementOp(op.op) && op.op != Op::Expand)
       reject(fmt::format("movement op {} inside a kernel AST", name));
-    if (isLoadOp(op.op)) reject(fmt::format("{} inside a kernel AST", name));
     if (op.op == Op::Store && !isRoot)
       reject("BufferOps.STORE must be the root and appear only once");
-    // movement and LoadOps were rejected above, so the arity is a fixed count
+    // movement ops were rejected above and a KernelOp is never a LoadOp, so the arity is a fixed count
     if (static_cast<int>(op.src.size()) != opArity(op.op))
       reject(fmt::format("{} expects {} operand(s), got {}", name, opArity(op.op), op.src.size()));
     // the argument's kind is the op table's (Ops.def)
@@ -122,13 +119,13 @@ private:
   }
 
   // The shape of a node whose operands' shapes are known, checked against them.
-  void shapeAfterOperands(const LazyOp &op) {
+  void shapeAfterOperands(const KernelOp &op) {
     std::string name(opName(op.op));
     Shape shape;
     if (op.op == Op::Load || op.op == Op::Store) shape = op.memBuffer().st.shape();
     else if (op.op == Op::Const) shape = op.constBuffer().st.shape();
     std::vector<Shape> srcShapes;
-    for (const auto &s : op.src) srcShapes.push_back(memo.at(s.op.get()));
+    for (const auto &s : op.src) srcShapes.push_back(memo.at(s.get()));
 
     if (op.op == Op::Store) {
       if (srcShapes[0] != shape)
@@ -145,7 +142,7 @@ private:
           reject(fmt::format("{} reduces {} to {}: dim {} is neither kept nor 1", name,
                              renderShape(in), renderShape(*out), i));
       bool dup = false;
-      for (const LazyOp *r : reduces) dup = dup || *r == op;
+      for (const KernelOp *r : reduces) dup = dup || *r == op;
       if (!dup) reduces.push_back(&op);
       shape = *out;
     } else if (op.op == Op::Expand) {
@@ -173,11 +170,11 @@ private:
   // shape, and every reduce inside an EXPAND goes from the kernel's shape to that row shape. The
   // kernel's shape is the STORE's, or the input shape of the one reduce outside the EXPANDs (the
   // final pass accumulates it), which must reduce every row axis.
-  void checkRowKernel(const LazyOp &root, const Shape &stored) {
-    std::unordered_set<const LazyOp *> inRows = expandedSubtrees(root);
-    const LazyOp *top = nullptr;
-    std::vector<const LazyOp *> rowReduces;
-    for (const LazyOp *r : reduces) {
+  void checkRowKernel(const KernelOp &root, const Shape &stored) {
+    std::unordered_set<const KernelOp *> inRows = expandedSubtrees(root);
+    const KernelOp *top = nullptr;
+    std::vector<const KernelOp *> rowReduces;
+    for (const KernelOp *r : reduces) {
       if (inRows.count(r)) {
         rowReduces.push_back(r);
       } else {
@@ -185,15 +182,15 @@ private:
         top = r;
       }
     }
-    const Shape &full = top ? memo.at(top->src[0].op.get()) : stored;
-    const Shape &row = memo.at(expands[0]->src[0].op.get());
-    for (const LazyOp *e : expands) {
+    const Shape &full = top ? memo.at(top->src[0].get()) : stored;
+    const Shape &row = memo.at(expands[0]->src[0].get());
+    for (const KernelOp *e : expands) {
       if (e->shapeArg() != full)
         reject(fmt::format("MovementOps.EXPAND to {} in a kernel of shape {}: a row kernel expands to its own shape",
                            renderShape(e->shapeArg()), renderShape(full)));
-      if (memo.at(e->src[0].op.get()) != row)
+      if (memo.at(e->src[0].get()) != row)
         reject(fmt::format("MovementOps.EXPAND of {} and of {} in one kernel: a row kernel has one row shape",
-                           renderShape(row), renderShape(memo.at(e->src[0].op.get()))));
+                           renderShape(row), renderShape(memo.at(e->src[0].get()))));
     }
     if (row == full) reject(fmt::format("MovementOps.EXPAND of {} to itself", renderShape(full)));
     if (top)
@@ -202,11 +199,11 @@ private:
           reject(fmt::format("{} of {} to {} keeps dim {}, a row axis of the row kernel: its final pass must "
                              "reduce the rows",
                              opName(top->op), renderShape(full), renderShape(top->shapeArg()), i));
-    for (const LazyOp *r : rowReduces)
-      if (memo.at(r->src[0].op.get()) != full || r->shapeArg() != row)
+    for (const KernelOp *r : rowReduces)
+      if (memo.at(r->src[0].get()) != full || r->shapeArg() != row)
         reject(fmt::format("{} of {} to {} in a row kernel of shape {} and row shape {}: its reduces go from "
                            "the one to the other",
-                           opName(r->op), renderShape(memo.at(r->src[0].op.get())), renderShape(r->shapeArg()),
+                           opName(r->op), renderShape(memo.at(r->src[0].get())), renderShape(r->shapeArg()),
                            renderShape(full), renderShape(row)));
   }
 };
@@ -277,9 +274,9 @@ Interval viewRange(const View &v, const VarRanges &r) {
 
 } // namespace
 
-void verifyAst(const LazyOp &ast) { Verifier().run(ast); }
+void verifyAst(const KernelOp &ast) { Verifier().run(ast); }
 
-VarRanges declaredRanges(const LazyOp &ast) {
+VarRanges declaredRanges(const KernelOp &ast) {
   VarRanges out;
   for (const auto &v : varsFromAst(ast)) {
     VarRanges none;
@@ -304,9 +301,9 @@ std::pair<int64_t, int64_t> accessRange(const ShapeTracker &st, const VarRanges 
   }
 }
 
-std::map<int, int64_t> requiredSizes(const LazyOp &ast, const VarRanges &ranges) {
+std::map<int, int64_t> requiredSizes(const KernelOp &ast, const VarRanges &ranges) {
   std::map<int, int64_t> out;
-  for (const LazyOp *x : ast.uniqueOps()) {
+  for (const KernelOp *x : ast.uniqueOps()) {
     if (x->op != Op::Load && x->op != Op::Store) continue;
     const MemBuffer &mb = x->memBuffer();
     auto [lo, hi] = accessRange(mb.st, ranges);
@@ -320,9 +317,9 @@ std::map<int, int64_t> requiredSizes(const LazyOp &ast, const VarRanges &ranges)
   return out;
 }
 
-void verifyAstBounds(const LazyOp &ast, const std::map<int, int64_t> &sizes, const VarRanges &ranges) {
+void verifyAstBounds(const KernelOp &ast, const std::map<int, int64_t> &sizes, const VarRanges &ranges) {
   verifyAst(ast);
-  for (const LazyOp *x : ast.uniqueOps()) {
+  for (const KernelOp *x : ast.uniqueOps()) {
     if (x->op != Op::Load && x->op != Op::Store) continue;
     const MemBuffer &mb = x->memBuffer();
     auto [lo, hi] = accessRange(mb.st, ranges);

@@ -55,7 +55,7 @@ struct KernelRun {
   std::vector<int64_t> outShape;
 };
 
-KernelRun prepare(const LazyOp &ast, const std::string &device) {
+KernelRun prepare(const KernelOp &ast, const std::string &device) {
   KernelRun r;
   std::map<std::string, int64_t> values;
   for (const auto &v : varsFromAst(ast)) {
@@ -67,7 +67,7 @@ KernelRun prepare(const LazyOp &ast, const std::string &device) {
   // buffer sizes come from the bounds proof over every value of the variables (verified before)
   std::map<int, int64_t> sizes = requiredSizes(ast, declaredRanges(ast));
   std::map<int, DType> dtypes;
-  for (const LazyOp *x : ast.uniqueOps())
+  for (const KernelOp *x : ast.uniqueOps())
     if (x->op == Op::Load) dtypes.emplace(x->memBuffer().idx, x->memBuffer().dtype);
   const MemBuffer &out = ast.memBuffer();
   for (const auto &d : out.st.shape()) r.outShape.push_back(symInfer(d, values));
@@ -118,7 +118,7 @@ int runAstInput(const std::string &text, const std::string &file, DumpOptions &o
   Device &dev = getDevice(opts.device);
   KernelChecker checker;
   for (size_t i = 0; i < ctx.asts.size(); ++i) {
-    const LazyOpRef &ast = ctx.asts[i];
+    const KernelOpRef &ast = ctx.asts[i];
     KernelRun r = prepare(*ast, dev.name());
     std::shared_ptr<Program> prg = dev.compile(ast);
     std::vector<Buffer *> bufs;

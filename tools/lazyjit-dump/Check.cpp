@@ -51,7 +51,7 @@ void KernelChecker::observe(const ScheduleItem &si, const Program *prg) {
   checkKernel(*si.ast, name, bufs, si.varVals);
 }
 
-void KernelChecker::checkKernel(const LazyOp &ast, const std::string &name,
+void KernelChecker::checkKernel(const KernelOp &ast, const std::string &name,
                                 std::span<Buffer *const> bufs, const VarVals &vars) {
   int k = kernelNo++;
   if (first) return;

@@ -3,7 +3,7 @@
 // as unavailable until then, so its name is reserved and rejected with a clear message.
 #pragma once
 
-#include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Schedule/KernelOp.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -42,7 +42,7 @@ struct DumpContext {
   std::vector<int> statementLines; ///< the lines that hold statements, in order
   // AST input
   std::string astFile;
-  std::vector<LazyOpRef> asts;
+  std::vector<KernelOpRef> asts;
 };
 
 struct Stage {
@@ -64,7 +64,7 @@ void printValues(std::ostream &out, const std::vector<uint8_t> &bytes, DType dt,
 /// Element `i` of raw bytes as a double (for comparisons).
 double elementAsDouble(const uint8_t *bytes, DType dt, size_t i);
 /// The index/validity listing of one kernel (--emit=index).
-void printIndex(std::ostream &out, const LazyOp &ast, int kernelNo);
+void printIndex(std::ostream &out, const KernelOp &ast, int kernelNo);
 
 /// --check: compares kernels run on the device with the reference interpreter.
 class KernelChecker {
@@ -72,7 +72,7 @@ public:
   /// Checks one item the runtime ran (the schedule observer calls it for every item).
   void observe(const ScheduleItem &si, const Program *prg);
   /// Checks one kernel whose device results are in bufs[0] (inputs unchanged).
-  void checkKernel(const LazyOp &ast, const std::string &name, std::span<Buffer *const> bufs,
+  void checkKernel(const KernelOp &ast, const std::string &name, std::span<Buffer *const> bufs,
                    const VarVals &vars);
   /// The first mismatch, if any.
   const std::optional<std::string> &mismatch() const { return first; }

@@ -170,9 +170,9 @@ void emitGraph(DumpContext &ctx) {
 
 // ---- schedule, ast, index -----------------------------------------------------------------------
 
-std::vector<LazyOpRef> kernelAsts(const DumpContext &ctx) {
+std::vector<KernelOpRef> kernelAsts(const DumpContext &ctx) {
   if (!ctx.fromScript) return ctx.asts;
-  std::vector<LazyOpRef> out;
+  std::vector<KernelOpRef> out;
   for (const auto &si : ctx.schedule)
     if (si.isKernel()) out.push_back(si.ast);
   return out;
@@ -437,8 +437,8 @@ void printValues(std::ostream &out, const std::vector<uint8_t> &bytes, DType dt,
   out << line << "\n";
 }
 
-void printIndex(std::ostream &out, const LazyOp &ast, int kernelNo) {
-  LazyOpRef ref(std::shared_ptr<const LazyOp>(), &ast); // not owning: used during this call only
+void printIndex(std::ostream &out, const KernelOp &ast, int kernelNo) {
+  KernelOpRef ref = ast.self();
   KernelOptions opts;
   opts.mergeView = config().mergeView;
   Kernel k(ref, opts);
@@ -456,7 +456,7 @@ void printIndex(std::ostream &out, const LazyOp &ast, int kernelNo) {
   out << "kernel " << kernelNo << " " << k.name() << "\n";
   out << "  loops" << (loops.empty() ? " (none)" : loops) << "\n";
   for (size_t i = 0; i < k.bufs.size(); ++i) {
-    const LazyOp &b = *k.bufs[i];
+    const KernelOp &b = *k.bufs[i];
     auto [idx, valid] = k.sts[i].exprIdxs(idxs);
     if (b.op == Op::Const) {
       out << "  const " << printDouble(b.constBuffer().val) << " valid=" << valid->render() << "\n";

@@ -75,7 +75,7 @@ TEST_CASE("Bounds mode: every lowering path stops at the first element outside a
   for (const Case &c : cases()) {
     std::string name = c.name;
     CAPTURE(name);
-    LazyOpRef ast = parseAst(c.ast, c.name);
+    KernelOpRef ast = parseAst(c.ast, c.name);
     CompileOptions checked;
     checked.bounds = true;
     checked.applyOpts = c.opts;

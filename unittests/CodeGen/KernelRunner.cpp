@@ -53,7 +53,7 @@ TargetSpec KernelRunner::hostWithoutAVX512() {
   return t;
 }
 
-KernelRun KernelRunner::run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed,
+KernelRun KernelRunner::run(const KernelOpRef &ast, const CompileOptions &opts, uint64_t seed,
                            const std::vector<int64_t> *sizesOverride, const TargetSpec *targetIn) {
   TargetSpec target = targetIn ? *targetIn : TargetSpec::host();
   KernelSignature sig;

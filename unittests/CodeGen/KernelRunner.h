@@ -27,7 +27,7 @@ public:
   /// `sizes` replaces the buffers' sizes in elements (bounds-mode tests give kernels buffers
   /// smaller than their ASTs need). With CompileOptions::bounds, an access outside a buffer throws
   /// an Error naming buffer and index.
-  KernelRun run(const LazyOpRef &ast, const CompileOptions &opts, uint64_t seed,
+  KernelRun run(const KernelOpRef &ast, const CompileOptions &opts, uint64_t seed,
                 const std::vector<int64_t> *sizes = nullptr, const TargetSpec *target = nullptr);
   /// The host's target with AVX-512 turned off: what an AVX2-only CPU compiles (the host can run it).
   static TargetSpec hostWithoutAVX512();

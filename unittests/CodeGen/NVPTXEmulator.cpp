@@ -271,7 +271,7 @@ public:
   explicit EmuDevice(const std::string &name) : Device(name) {}
   Allocator &allocator() override { return hostAllocator(); }
 
-  std::shared_ptr<Program> compile(const LazyOpRef &ast) override {
+  std::shared_ptr<Program> compile(const KernelOpRef &ast) override {
     std::lock_guard lock(mu);
     ProgramKey key{ast, config().noopt};
     if (auto it = programs.find(key); it != programs.end()) return it->second;

@@ -29,8 +29,8 @@ Tensor E(Shape s, DType dt = dtypes::float32) { return Tensor::empty(s, {dt, std
 
 TargetSpec sm90() { return TargetSpec::nvptx("sm_90"); }
 
-std::string ir(const LazyOpRef &ast) { return emitKernelText(ast, sm90(), CompileOptions::from(config()), IRStage::LLVM); }
-std::string ptx(const LazyOpRef &ast) { return emitKernelText(ast, sm90(), CompileOptions::from(config()), IRStage::Asm); }
+std::string ir(const KernelOpRef &ast) { return emitKernelText(ast, sm90(), CompileOptions::from(config()), IRStage::LLVM); }
+std::string ptx(const KernelOpRef &ast) { return emitKernelText(ast, sm90(), CompileOptions::from(config()), IRStage::Asm); }
 
 // FileCheck's CHECK lines: each pattern (a regex) must match after the previous match.
 void checkInOrder(const std::string &text, const std::vector<std::string> &patterns) {
@@ -88,7 +88,7 @@ struct Lowered {
   std::string ir, ptx;
 };
 Lowered lowerChecked(const Tensor &t) {
-  LazyOpRef ast = lastKernel(t);
+  KernelOpRef ast = lastKernel(t);
   Lowered l{describeKernel(ast, sm90(), CompileOptions::from(config())), ir(ast), ptx(ast)};
   assemble(l.ptx, l.sig.name);
   return l;

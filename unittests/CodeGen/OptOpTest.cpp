@@ -19,7 +19,7 @@ using lazyjit::testing::KernelRunner;
 namespace {
 
 // a 16x8 @ 8x12 matmul: full shape (16, 12, 8), output (16, 12, 1), the reduce axis is 2
-LazyOpRef matmul() { return lastKernel(Tensor::empty({16, 8}).matmul(Tensor::empty({8, 12}))); }
+KernelOpRef matmul() { return lastKernel(Tensor::empty({16, 8}).matmul(Tensor::empty({8, 12}))); }
 
 KernelOptions gpu() {
   KernelOptions o;
@@ -38,7 +38,7 @@ std::vector<int64_t> strides(const Kernel &k, size_t b) {
 
 // Runs `ast` with exactly `opts` and without optimizations on the same random inputs; the outputs
 // must agree and no access may leave its buffer.
-void checkSameAsNoopt(const LazyOpRef &ast, const std::vector<Opt> &opts) {
+void checkSameAsNoopt(const KernelOpRef &ast, const std::vector<Opt> &opts) {
   KernelRunner runner;
   CompileOptions noopt, with;
   noopt.noopt = true;
@@ -59,7 +59,7 @@ void checkSameAsNoopt(const LazyOpRef &ast, const std::vector<Opt> &opts) {
 } // namespace
 
 TEST_CASE("OptOp UPCAST: splits an output axis and moves the amount to the upcast axes") {
-  LazyOpRef ast = matmul();
+  KernelOpRef ast = matmul();
   Kernel k(ast);
   REQUIRE(k.fullShape() == ints({16, 12, 8}));
   k.applyOpt({OptOp::Upcast, 0, 4});
@@ -82,7 +82,7 @@ TEST_CASE("OptOp UPCAST: splits an output axis and moves the amount to the upcas
 }
 
 TEST_CASE("OptOp UNROLL: splits a reduce axis (counted from the first reduce) into upcast lanes") {
-  LazyOpRef ast = matmul();
+  KernelOpRef ast = matmul();
   Kernel k(ast);
   k.applyOpt({OptOp::Unroll, 0, 4});
   CHECK(k.fullShape() == ints({16, 12, 2, 4}));
@@ -105,7 +105,7 @@ TEST_CASE("OptOp UNROLL: splits a reduce axis (counted from the first reduce) in
 }
 
 TEST_CASE("OptOp LOCAL: moves part of a global axis to the end of the local axes (GPU only)") {
-  LazyOpRef ast = matmul();
+  KernelOpRef ast = matmul();
   Kernel k(ast, gpu());
   k.applyOpt({OptOp::Local, 0, 2});
   CHECK(k.fullShape() == ints({8, 12, 2, 8}));
@@ -145,7 +145,7 @@ TEST_CASE("OptOp LASTLOCAL: moves part of a global axis to the front of the loca
 }
 
 TEST_CASE("OptOp GROUP and GROUPTOP: split a reduce axis into a group reduced through shared memory") {
-  LazyOpRef ast = matmul();
+  KernelOpRef ast = matmul();
   // GROUP takes the inner part of the reduce axis (stride 1 in A) as the group of 4 ...
   Kernel group(ast, gpu());
   group.applyOpt({OptOp::Group, 0, 4});
@@ -184,7 +184,7 @@ TEST_CASE("OptOp NOLOCALS: is not implemented, and says so instead of doing noth
 }
 
 TEST_CASE("OptOp SWAP: exchanges two global axes, changing the loop order only (CPU)") {
-  LazyOpRef ast = matmul();
+  KernelOpRef ast = matmul();
   Kernel k(ast);
   k.applyOpt({OptOp::Swap, 0, 1});
   CHECK(k.fullShape() == ints({12, 16, 8}));

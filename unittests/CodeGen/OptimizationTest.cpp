@@ -258,7 +258,7 @@ TEST_CASE("CPU optimizations: CodeGen follows the options it is given, not the c
 }
 
 TEST_CASE("Kernel symbols: programs whose AST hashes collide get their own symbols and both run") {
-  // LazyOp::hash is a hash-table hash: these two cast kernels hash alike. A symbol derived from it
+  // KernelOp::hash is a hash-table hash: these two cast kernels hash alike. A symbol derived from it
   // named both programs alike, and linking the second into the process's JIT threw "Duplicate
   // definition of symbol".
   Tensor a = rnd({64, 2048}, 31), b = rnd({64, 3072}, 32);

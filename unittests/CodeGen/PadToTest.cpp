@@ -81,7 +81,7 @@ TEST_CASE("PADTO: every padded axis of odd-sized kernels equals NOOPT and stays 
   int checked = 0;
   for (const auto &p : oddPrograms()) {
     CAPTURE(p.name);
-    LazyOpRef ast = lastKernel(p.build());
+    KernelOpRef ast = lastKernel(p.build());
     KernelRun ref = runner.run(ast, noopt, 7);
     REQUIRE(ref.guardsIntact);
     Kernel k(ast);
@@ -140,7 +140,7 @@ TEST_CASE("PADTO: a reduce axis is padded only for a SUM of ops that keep 0 at 0
 
 TEST_CASE("PADTO: the padded lanes of a vector axis are masked off at the store") {
   // 13x25 outputs: the 25-wide axis is padded to 32 and upcast as one vector
-  LazyOpRef ast = lastKernel(empty({13, 7}).matmul(empty({7, 25})));
+  KernelOpRef ast = lastKernel(empty({13, 7}).matmul(empty({7, 25})));
   CompileOptions o;
   o.applyOpts = std::vector<Opt>{{OptOp::PadTo, 1, 32}, {OptOp::Upcast, 1, 32}};
   KernelSignature sig = describeKernel(ast, TargetSpec::host(), o);
@@ -198,7 +198,7 @@ TEST_CASE("Dot-product vector mode: a last unrolled reduce axis of 8+ lanes is s
   CompileOptions noopt;
   noopt.noopt = true;
   // x @ w.T with a 25-long reduce: padded to 32 lanes of partial sums, a 2x3 register tile
-  LazyOpRef dot = lastKernel(empty({4, 25}).matmul(empty({3, 25}).transpose(0, 1)));
+  KernelOpRef dot = lastKernel(empty({4, 25}).matmul(empty({3, 25}).transpose(0, 1)));
   CompileOptions o;
   o.applyOpts = std::vector<Opt>{{OptOp::Upcast, 1, 3}, {OptOp::Upcast, 0, 2}, {OptOp::PadTo, 1, 32},
                                  {OptOp::Unroll, 0, 32}};
@@ -207,7 +207,7 @@ TEST_CASE("Dot-product vector mode: a last unrolled reduce axis of 8+ lanes is s
   CHECK(ir.find("@llvm.vector.reduce.fadd.v32f32(float -0.000000e+00") != std::string::npos);
   checkSame(runner.run(dot, noopt, 5), runner.run(dot, o, 5));
   // a MAX reduce cannot be padded, but its 16 lanes reduce with IEEE maximum (NaN propagates)
-  LazyOpRef mx = lastKernel(empty({5, 16}).max(std::vector<int64_t>{1}));
+  KernelOpRef mx = lastKernel(empty({5, 16}).max(std::vector<int64_t>{1}));
   o.applyOpts = std::vector<Opt>{{OptOp::Unroll, 0, 16}};
   CHECK(emitKernelText(mx, TargetSpec::host(), o, IRStage::LLVM).find("@llvm.vector.reduce.fmaximum.v16f32") !=
         std::string::npos);
@@ -216,7 +216,7 @@ TEST_CASE("Dot-product vector mode: a last unrolled reduce axis of 8+ lanes is s
   Tensor x = Tensor::empty({2, 16, 8, 8}, {std::nullopt, std::nullopt, true});
   Tensor w = Tensor::empty({8, 16, 3, 3}, {std::nullopt, std::nullopt, true});
   x.conv2d(w).relu().sum().backward();
-  LazyOpRef wgrad = lastKernel(*w.grad());
+  KernelOpRef wgrad = lastKernel(*w.grad());
   KernelRun got = runner.run(wgrad, {}, 5);
   checkSame(runner.run(wgrad, noopt, 5), got);
   if (TargetSpec::host().features.find("+avx512f") != std::string::npos) {

@@ -41,9 +41,9 @@ TEST_CASE("Row kernels: vector and scalar lowerings agree on AVX-512 and AVX2 ta
   TargetSpec avx2 = KernelRunner::hostWithoutAVX512();
   for (const auto &cs : cases) {
     CAPTURE(cs.name);
-    LazyOpRef ast = lastKernel(cs.build());
+    KernelOpRef ast = lastKernel(cs.build());
     bool rowKernel = false;
-    for (const LazyOp *x : ast->lazyops()) rowKernel = rowKernel || x->op == Op::Expand;
+    for (const KernelOp *x : ast->lazyops()) rowKernel = rowKernel || x->op == Op::Expand;
     REQUIRE(rowKernel);
     KernelRun ref = runner.run(ast, noopt, 11);
     REQUIRE(ref.guardsIntact);

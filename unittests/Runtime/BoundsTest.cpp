@@ -43,7 +43,7 @@ Run runAst(const std::string &ast, std::vector<int64_t> sizes, bool bounds, bool
   c.bounds = bounds;
   c.noopt = noopt;
   ScopedConfig scoped(c);
-  LazyOpRef op = parseAst(ast, "<test>");
+  KernelOpRef op = parseAst(ast, "<test>");
   std::vector<std::unique_ptr<Buffer>> bufs;
   std::vector<Buffer *> raw;
   for (size_t i = 0; i < sizes.size(); ++i) {

@@ -114,7 +114,7 @@ inline int kernelCount(const Tensor &t) {
 inline bool hasRowKernel(const Tensor &t) {
   for (const auto &si : schedule(t.lazydata()))
     if (si.isKernel())
-      for (const LazyOp *x : si.ast->uniqueOps())
+      for (const KernelOp *x : si.ast->uniqueOps())
         if (x->op == Op::Expand) return true;
   return false;
 }

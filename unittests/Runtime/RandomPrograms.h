@@ -269,7 +269,7 @@ inline DifferentialResult compareWithInterpreter(const std::string &device, uint
     bool rowKernel = false;
     for (const auto &si : schedule(dev.lazydata()))
       if (si.isKernel())
-        for (const LazyOp *x : si.ast->lazyops()) rowKernel = rowKernel || x->op == Op::Expand;
+        for (const KernelOp *x : si.ast->lazyops()) rowKernel = rowKernel || x->op == Op::Expand;
     res.rowKernels += rowKernel;
     dev.realize();
     Tensor ref;

@@ -47,9 +47,9 @@ std::vector<ScheduleItem> kernelsOf(const Tensor &t) {
   return out;
 }
 
-int countOps(const LazyOp &ast, Op op) {
+int countOps(const KernelOp &ast, Op op) {
   int n = 0;
-  for (const LazyOp *x : ast.lazyops()) n += x->op == op;
+  for (const KernelOp *x : ast.lazyops()) n += x->op == op;
   return n;
 }
 
@@ -123,17 +123,17 @@ TEST_CASE("RowFusion: softmax, log_softmax and layernorm over the last axis are 
     Tensor x = input(shape, 1);
     auto ks = kernelsOf(c.op(x));
     REQUIRE(ks.size() == 1);
-    const LazyOp &ast = *ks[0].ast;
+    const KernelOp &ast = *ks[0].ast;
     CHECK_NOTHROW(verifyAst(ast));
     CHECK(countOps(ast, Op::Expand) >= 1);
     // structurally equal reduces count once (the max appears under the sum and in the output)
-    std::vector<const LazyOp *> distinct;
-    for (const LazyOp *r : ast.lazyops())
-      if (isReduceOp(r->op) && std::none_of(distinct.begin(), distinct.end(), [&](const LazyOp *d) { return *d == *r; }))
+    std::vector<const KernelOp *> distinct;
+    for (const KernelOp *r : ast.lazyops())
+      if (isReduceOp(r->op) && std::none_of(distinct.begin(), distinct.end(), [&](const KernelOp *d) { return *d == *r; }))
         distinct.push_back(r);
     CHECK(distinct.size() == static_cast<size_t>(c.reduces));
     // the textual form round-trips
-    LazyOpRef parsed = parseAst(printAst(ast), "<row kernel>");
+    KernelOpRef parsed = parseAst(printAst(ast), "<row kernel>");
     CHECK(*parsed == ast);
     CHECK(ks[0].inputs.size() == 1); // the row is read from x alone
     checkClose(c.op(x).toVector<float>(), rowwise(values(shape, 1), shape[1], c.closedForm));
@@ -471,13 +471,13 @@ TEST_CASE("Graph options: backward builds the gradient under the configuration c
 
 TEST_CASE("RowFusion: the verifier states the row kernel's rules") {
   auto load = [](const Shape &shape) {
-    return LazySrc(LazyOp::make(Op::Load, {}, MemBuffer{1, dtypes::float32, ShapeTracker::fromShape(shape)}));
+    return (KernelOp::make(Op::Load, {}, MemBuffer{1, dtypes::float32, ShapeTracker::fromShape(shape)}));
   };
-  auto reduce = [](LazySrc src, const Shape &to) { return LazySrc(LazyOp::make(Op::Sum, {std::move(src)}, to)); };
-  auto expand = [](LazySrc src, const Shape &to) { return LazySrc(LazyOp::make(Op::Expand, {std::move(src)}, to)); };
-  auto add = [](LazySrc a, LazySrc b) { return LazySrc(LazyOp::make(Op::Add, {std::move(a), std::move(b)}, {})); };
-  auto store = [](LazySrc src, const Shape &shape) {
-    return LazyOp::make(Op::Store, {std::move(src)}, MemBuffer{0, dtypes::float32, ShapeTracker::fromShape(shape)});
+  auto reduce = [](KernelOpRef src, const Shape &to) { return (KernelOp::make(Op::Sum, {std::move(src)}, to)); };
+  auto expand = [](KernelOpRef src, const Shape &to) { return (KernelOp::make(Op::Expand, {std::move(src)}, to)); };
+  auto add = [](KernelOpRef a, KernelOpRef b) { return (KernelOp::make(Op::Add, {std::move(a), std::move(b)}, {})); };
+  auto store = [](KernelOpRef src, const Shape &shape) {
+    return KernelOp::make(Op::Store, {std::move(src)}, MemBuffer{0, dtypes::float32, ShapeTracker::fromShape(shape)});
   };
   Shape full{4, 8}, row{4, 1}, col{1, 8};
   // x + expand(sum(x)) and x + expand(sum over rows) + expand(sum over columns)
@@ -491,16 +491,16 @@ TEST_CASE("RowFusion: the verifier states the row kernel's rules") {
       doctest::Contains("its reduces go from the one to the other"), Error);
   // an EXPAND to its own shape, and one that is not a broadcast
   // a reduce outside the EXPANDs must reduce the row axes: its final pass accumulates whole rows
-  CHECK_NOTHROW(verifyAst(*store(LazySrc(LazyOp::make(Op::Sum, {add(load(full), expand(reduce(load(full), row), full))}, Shape{1, 1})), Shape{1, 1})));
+  CHECK_NOTHROW(verifyAst(*store((KernelOp::make(Op::Sum, {add(load(full), expand(reduce(load(full), row), full))}, Shape{1, 1})), Shape{1, 1})));
   CHECK_THROWS_WITH_AS(
-      verifyAst(*store(LazySrc(LazyOp::make(Op::Sum, {add(load(full), expand(reduce(load(full), row), full))}, col)), col)),
+      verifyAst(*store((KernelOp::make(Op::Sum, {add(load(full), expand(reduce(load(full), row), full))}, col)), col)),
       doctest::Contains("keeps dim 1, a row axis of the row kernel"), Error);
   CHECK_THROWS_WITH_AS(verifyAst(*store(expand(load(full), full), full)),
                        doctest::Contains("MovementOps.EXPAND of (4, 8) to itself"), Error);
   CHECK_THROWS_WITH_AS(verifyAst(*store(expand(load(Shape{4, 2}), full), full)),
                        doctest::Contains("dim 1 is neither kept nor 1"), Error);
   // other movement ops stay forbidden
-  CHECK_THROWS_WITH_AS(verifyAst(*store(LazySrc(LazyOp::make(Op::Reshape, {load(full)}, full)), full)),
+  CHECK_THROWS_WITH_AS(verifyAst(*store((KernelOp::make(Op::Reshape, {load(full)}, full)), full)),
                        doctest::Contains("movement op MovementOps.RESHAPE inside a kernel AST"), Error);
 }
 

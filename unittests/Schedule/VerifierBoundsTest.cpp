@@ -49,7 +49,7 @@ TEST_CASE("Verifier bounds: symbolic views are proven for every value of their v
 
 TEST_CASE("Verifier bounds: requiredSizes and verifyAstBounds name the buffer and the range") {
   auto parse = [](const std::string &text) { return parseAst(text, "test.ast"); };
-  LazyOpRef ast = parse(R"(BufferOps.STORE idx=0 dtype=float32
+  KernelOpRef ast = parse(R"(BufferOps.STORE idx=0 dtype=float32
   view shape=(4,) strides=(1,) offset=0 mask=None contiguous=True
   BinaryOps.ADD
     BufferOps.LOAD idx=1 dtype=float32
@@ -63,7 +63,7 @@ TEST_CASE("Verifier bounds: requiredSizes and verifyAstBounds name the buffer an
   CHECK_THROWS_WITH_AS(verifyAstBounds(*ast, {{0, 4}, {1, 7}, {2, 1}}, {}),
                        doctest::Contains("verifyAst: BufferOps.LOAD of buffer 1 may access elements 1..7 outside its 7 elements"),
                        Error);
-  LazyOpRef neg = parse(R"(BufferOps.STORE idx=0 dtype=float32
+  KernelOpRef neg = parse(R"(BufferOps.STORE idx=0 dtype=float32
   view shape=(4,) strides=(1,) offset=0 mask=None contiguous=True
   UnaryOps.NEG
     BufferOps.LOAD idx=1 dtype=float32

@@ -26,86 +26,86 @@ View rawView(Shape shape, Shape strides, std::optional<Mask> mask = std::nullopt
   return v;
 }
 
-LazyOpRef load(int idx, ShapeTracker s = st({10})) {
-  return LazyOp::make(Op::Load, {}, MemBuffer{idx, dtypes::float32, std::move(s)});
+KernelOpRef load(int idx, ShapeTracker s = st({10})) {
+  return KernelOp::make(Op::Load, {}, MemBuffer{idx, dtypes::float32, std::move(s)});
 }
 
 // STORE (10,) of `value`
-LazyOpRef store(LazyOpRef value, ShapeTracker s = st({10})) {
-  return LazyOp::make(Op::Store, {std::move(value)}, MemBuffer{0, dtypes::float32, std::move(s)});
+KernelOpRef store(KernelOpRef value, ShapeTracker s = st({10})) {
+  return KernelOp::make(Op::Store, {std::move(value)}, MemBuffer{0, dtypes::float32, std::move(s)});
 }
 
 } // namespace
 
 TEST_CASE("Verifier rule: the hand-built ASTs below are valid until one rule is broken") {
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1)}))) == "<accepted>");
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(1)}))) == "<accepted>");
   CHECK(verifyError(store(load(1, ShapeTracker{{rawView({10}, {1}, std::nullopt, true)}}))) == "<accepted>");
 }
 
 TEST_CASE("Verifier rule: every ShapeTracker has at least one view") {
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1, ShapeTracker{})}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(1, ShapeTracker{})}))) ==
         "verifyAst: BufferOps.LOAD has a ShapeTracker without views");
 }
 
 TEST_CASE("Verifier rule: no dimension is negative") {
   ShapeTracker neg{{rawView({-10}, {1})}};
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1, neg)}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(1, neg)}))) ==
         "verifyAst: BufferOps.LOAD has a negative dimension in " + neg.views[0].repr());
 }
 
 TEST_CASE("Verifier rule: a view has one stride and one mask pair per dimension") {
   ShapeTracker strides{{rawView({10}, {1, 1})}};
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1, strides)}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(1, strides)}))) ==
         "verifyAst: BufferOps.LOAD: " + strides.views[0].repr() + " has 2 strides and 0 mask pairs for 1 dims");
   ShapeTracker mask{{rawView({10}, {1}, Mask{{0, 5}, {0, 1}})}};
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1, mask)}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(1, mask)}))) ==
         "verifyAst: BufferOps.LOAD: " + mask.views[0].repr() + " has 1 strides and 2 mask pairs for 1 dims");
 }
 
 TEST_CASE("Verifier rule: a view marked contiguous has the contiguous layout") {
   // the other direction (contiguous=False on a contiguous layout) is in VerifierBoundsTest.cpp
   ShapeTracker flipped{{rawView({10}, {-1}, std::nullopt, true)}};
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1, flipped)}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(1, flipped)}))) ==
         "verifyAst: BufferOps.LOAD: " + flipped.views[0].repr() +
             " is marked contiguous=True but its strides, offset and mask are not the contiguous layout of its shape");
 }
 
 TEST_CASE("Verifier rule: a LOAD reads an input buffer, numbered from 1") {
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(0)}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(0)}))) ==
         "verifyAst: LOAD reads buffer 0; inputs start at 1");
 }
 
 TEST_CASE("Verifier rule: a CONST carries a ConstBuffer") {
-  CHECK(verifyError(store(LazyOp::make(Op::Add, {load(1), LazyOp::make(Op::Const, {}, 2.0)}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Add, {load(1), KernelOp::make(Op::Const, {}, 2.0)}))) ==
         "verifyAst: BufferOps.CONST needs a ConstBuffer argument");
   // with one, the same AST is valid
-  CHECK(verifyError(store(LazyOp::make(Op::Add, {load(1), LazyOp::make(Op::Const, {}, ConstBuffer{2.0, dtypes::float32,
+  CHECK(verifyError(store(KernelOp::make(Op::Add, {load(1), KernelOp::make(Op::Const, {}, ConstBuffer{2.0, dtypes::float32,
                                                                                                   st({10})})}))) ==
         "<accepted>");
 }
 
 TEST_CASE("Verifier rule: a reduce carries its output shape") {
-  LazyOpRef noShape = LazyOp::make(Op::Sum, {load(1)});
+  KernelOpRef noShape = KernelOp::make(Op::Sum, {load(1)});
   CHECK(verifyError(store(noShape, st({1}))) == "verifyAst: ReduceOps.SUM needs its output shape as argument");
-  LazyOpRef withShape = LazyOp::make(Op::Sum, {load(1)}, Shape{1});
+  KernelOpRef withShape = KernelOp::make(Op::Sum, {load(1)}, Shape{1});
   CHECK(verifyError(store(withShape, st({1}))) == "<accepted>");
 }
 
 TEST_CASE("Verifier rule: every op's argument is of the kind the op table gives it") {
   // an element-wise op takes none (CAST takes a dtype)
-  CHECK(verifyError(store(LazyOp::make(Op::Neg, {load(1)}, 2.0))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Neg, {load(1)}, 2.0))) ==
         "verifyAst: UnaryOps.NEG takes no argument, got a value argument");
-  CHECK(verifyError(store(LazyOp::make(Op::Add, {load(1), load(2)}, Shape{10}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Add, {load(1), load(2)}, Shape{10}))) ==
         "verifyAst: BinaryOps.ADD takes no argument, got its output shape as argument");
-  CHECK(verifyError(store(LazyOp::make(Op::Cast, {load(1)}, Shape{10}))) == "verifyAst: UnaryOps.CAST needs a dtype argument");
-  CHECK(verifyError(store(LazyOp::make(Op::Cast, {load(1)}, CastArg{dtypes::float32}))) == "<accepted>");
+  CHECK(verifyError(store(KernelOp::make(Op::Cast, {load(1)}, Shape{10}))) == "verifyAst: UnaryOps.CAST needs a dtype argument");
+  CHECK(verifyError(store(KernelOp::make(Op::Cast, {load(1)}, CastArg{dtypes::float32}))) == "<accepted>");
   // EXPAND (of a row value) takes its output shape
-  CHECK(verifyError(store(LazyOp::make(Op::Expand, {load(1)}, std::vector<int64_t>{10}))) ==
+  CHECK(verifyError(store(KernelOp::make(Op::Expand, {load(1)}, std::vector<int64_t>{10}))) ==
         "verifyAst: MovementOps.EXPAND needs its output shape as argument");
 }
 
 TEST_CASE("Verifier rule: a STORE carries a MemBuffer") {
-  CHECK(verifyError(LazyOp::make(Op::Store, {load(1)}, 1.0)) == "verifyAst: BufferOps.STORE needs a MemBuffer argument");
+  CHECK(verifyError(KernelOp::make(Op::Store, {load(1)}, 1.0)) == "verifyAst: BufferOps.STORE needs a MemBuffer argument");
 }
 
 TEST_CASE("Verifier bounds rule: no view of a stack may give the view below it a negative index") {

@@ -52,9 +52,9 @@ constexpr int kMillion = 1000000;
 constexpr int kMillion = 1000000;
 #endif
 
-size_t countOps(const LazyOp &ast, Op op) {
+size_t countOps(const KernelOp &ast, Op op) {
   size_t n = 0;
-  for (const LazyOp *x : ast.lazyops()) n += x->op == op;
+  for (const KernelOp *x : ast.lazyops()) n += x->op == op;
   return n;
 }
 } // namespace

@@ -15,7 +15,8 @@ using namespace lazyjit::testing;
 
 namespace {
 
-void checkAgainstTable(const LazyOp &node, std::set<Op> &seen) {
+// (a node of the lazy graph or of the kernel IR)
+template <typename NodeT> void checkAgainstTable(const NodeT &node, std::set<Op> &seen) {
   seen.insert(node.op);
   int arity = opArity(node.op);
   if (arity >= 0)
@@ -68,10 +69,9 @@ TEST_CASE("Op table: every op the graph and the scheduler build has the table's 
       CHECK((si.host->kind == Op::Custom) == (si.host->custom != nullptr));
       continue;
     }
-    for (const LazyOp *node : si.ast->lazyops()) {
+    for (const KernelOp *node : si.ast->lazyops()) {
       checkAgainstTable(*node, kernelOps);
       CHECK_FALSE(isLoadOp(node->op)); // no EMPTY, COPY or CUSTOM inside a kernel
-      for (const LazySrc &src : node->src) CHECK_FALSE(src.isBuffer()); // nor a LazyBuffer
     }
   }
   for (Op op : {Op::Load, Op::Store, Op::Const, Op::Cast, Op::Sum, Op::ReduceMax, Op::Where})

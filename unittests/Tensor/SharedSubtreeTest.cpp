@@ -2,7 +2,7 @@
 // same op node into both operands, so a chain of n such steps is a DAG of ~2n nodes whose tree has
 // 2^n leaves. Every walk of a kernel (the Kernel's buffer and reduce search, the verifier, the
 // heuristics, the code generator's evaluator, the interpreter) must visit each distinct node once:
-// these programs hung in Kernel construction before (LazyOp::lazyops() lists 2^60 nodes).
+// these programs hung in Kernel construction before (KernelOp::lazyops() lists 2^60 nodes).
 #include "TensorTestUtil.h"
 
 #include "lazyjit/Schedule/ASTText.h"
@@ -53,9 +53,9 @@ TEST_CASE("Shared subtrees: uniqueOps lists lazyops' first occurrences, each onc
   Tensor y = squareRootChain(x + 1, 6);
   auto items = schedule(y.lazydata());
   REQUIRE(items.size() == 2); // the EMPTY and the kernel
-  const LazyOp &ast = *items.back().ast;
-  std::vector<const LazyOp *> all = ast.lazyops(), firsts;
-  for (const LazyOp *o : all)
+  const KernelOp &ast = *items.back().ast;
+  std::vector<const KernelOp *> all = ast.lazyops(), firsts;
+  for (const KernelOp *o : all)
     if (std::find(firsts.begin(), firsts.end(), o) == firsts.end()) firsts.push_back(o);
   CHECK(ast.uniqueOps() == firsts);
   CHECK(firsts.size() == 2 * 6 + 4); // STORE, 6 x (SQRT, MUL), ADD, LOAD, CONST
@@ -115,7 +115,7 @@ TEST_CASE("Shared subtrees: the AST text reads back below kMaxAstTextDepth; deep
     Tensor y = x;
     for (int i = 0; i < n; ++i) y = i % 2 ? y - 1 : y + 1;
     auto items = schedule(y.lazydata());
-    const LazyOp &ast = *items.back().ast;
+    const KernelOp &ast = *items.back().ast;
     CHECK(astDepth(ast) == n + 2);
     std::string text = printAst(ast);
     if (astDepth(ast) < kMaxAstTextDepth)

@@ -88,20 +88,20 @@ struct BoundsReport {
 };
 
 /// Builds the Kernel for an AST with the target's optimizations (none with `noopt`).
-Kernel buildKernel(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts);
-KernelSignature describeKernel(const LazyOpRef &ast, const TargetSpec &target,
+Kernel buildKernel(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts);
+KernelSignature describeKernel(const KernelOpRef &ast, const TargetSpec &target,
                                const CompileOptions &opts);
 
 enum class IRStage { Loops, LLVM, LLVMOpt, Asm };
 /// The loop nest the lowering emits (one line per loop, unrolled or vector body, accumulation and
 /// store), LLVM IR as generated, after LLVM's optimizer, or target assembly (PTX for NVPTX).
-std::string emitKernelText(const LazyOpRef &ast, const TargetSpec &target,
+std::string emitKernelText(const KernelOpRef &ast, const TargetSpec &target,
                            const CompileOptions &opts, IRStage stage);
 /// Optimized object code for a CPU target.
-std::vector<uint8_t> compileToObject(const LazyOpRef &ast, const TargetSpec &target,
+std::vector<uint8_t> compileToObject(const KernelOpRef &ast, const TargetSpec &target,
                                      const CompileOptions &opts, KernelSignature *sig = nullptr);
 /// PTX text for an NVPTX target.
-std::string compileToPTX(const LazyOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
+std::string compileToPTX(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts,
                          KernelSignature *sig = nullptr);
 
 /// The LLVM version string that generated code depends on.

@@ -7,7 +7,7 @@
 // dependency; lowering to LLVM IR is in Lower*.cpp.
 #pragma once
 
-#include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Schedule/KernelOp.h"
 
 #include <functional>
 #include <string>
@@ -39,15 +39,18 @@ struct KernelOptions {
 
 class Kernel {
 public:
-  explicit Kernel(LazyOpRef ast, KernelOptions opts = {});
+  explicit Kernel(KernelOpRef ast, KernelOptions opts = {});
 
-  LazyOpRef ast;
+  KernelOpRef ast;
   KernelOptions opts;
-  /// The buffer nodes in AST preorder, deduplicated by argument; bufs[0] is the STORE.
-  std::vector<const LazyOp *> bufs;
+  /// The buffer nodes in AST preorder, each once (equal leaves are one KernelOp); bufs[0] is the
+  /// STORE.
+  std::vector<const KernelOp *> bufs;
+  /// The position of buffer node `x` in `bufs`.
+  size_t bufIndex(const KernelOp *x) const;
   /// One ShapeTracker per buffer, all of rank shapeLen().
   std::vector<ShapeTracker> sts;
-  const LazyOp *reduceop = nullptr;
+  const KernelOp *reduceop = nullptr;
   size_t fullBufIndex = 0;
   /// A row kernel (OPT=5, Verifier.h): its reduces are EXPAND-ed back to the kernel's shape, so the
   /// kernel has no reduce axes; instead the axes from `rowStart` on are the row axes those reduces
@@ -122,6 +125,6 @@ public:
 
 /// The name of the kernel an AST becomes with no optimizations (what `--emit=schedule` shows), its
 /// axes merged under MERGE_VIEW = `mergeView` (as CompileOptions::mergeView compiles it).
-std::string kernelName(const LazyOp &ast, bool mergeView);
+std::string kernelName(const KernelOp &ast, bool mergeView);
 
 } // namespace lazyjit

@@ -1,5 +1,5 @@
-// LazyOp: the one op-tree type of lazyjit, used both inside the lazy graph (with LazyBuffer
-// leaves) and as the kernel AST after scheduling (with LOAD/CONST leaves and a STORE root).
+// LazyOp: the op tree of the lazy graph, with LazyBuffer leaves. A scheduled kernel is not a LazyOp
+// but the kernel IR's KernelOp (KernelOp.h), which the scheduler builds from these trees.
 //
 // A LazyOp is immutable. Its structural hash is computed once; equality is structural, with
 // LazyBuffer sources compared by identity (as the reference's frozen dataclass does).
@@ -100,6 +100,9 @@ struct LazySrc {
   bool isBuffer() const { return static_cast<bool>(buf); }
 };
 
+/// The node a walk descends into from a source (LazyOpWalk.h); null for a LazyBuffer.
+inline const LazyOp *srcOp(const LazySrc &s) { return s.isBuffer() ? nullptr : s.op.get(); }
+
 class LazyOp {
 public:
   Op op;
@@ -133,20 +136,10 @@ public:
                                        const std::vector<std::pair<Op, LazyOpArg>> &ops) const;
 
   const Shape &shapeArg() const { return std::get<Shape>(arg); }
-  const MemBuffer &memBuffer() const { return std::get<MemBuffer>(arg); }
-  const ConstBuffer &constBuffer() const { return std::get<ConstBuffer>(arg); }
-  /// The ShapeTracker of a LOAD/CONST/STORE node.
-  const ShapeTracker &bufferSt() const;
-  DType bufferDType() const;
-  /// The dtype this node computes in a kernel (kernelNodeDType, NodeDType.h), computed once when
-  /// the node is built from its sources' (a LazyBuffer source's own dtype); empty when the tree
-  /// holds an op a kernel cannot contain (a load op, a movement op other than EXPAND).
-  std::optional<DType> kernelDType() const { return kernelDType_; }
 
 private:
   friend class LazyBuffer;
   size_t hash_;
-  std::optional<DType> kernelDType_;
   mutable std::vector<LazyBuffer *> buffers_;
   mutable bool buffersDone_ = false;
   // Graph links (LazyBuffer.h), set when a LazyBuffer is created over this op or over an op that
@@ -157,22 +150,5 @@ private:
   mutable PtrList<const LazyOp> parents_;
   mutable PtrList<LazyBuffer> owners_;
 };
-
-/// The reference's FlopCounter result for an AST.
-struct LazyOpInfo {
-  Shape shape;
-  DType dtype;
-  SInt flops;
-  std::map<int, int64_t> mem; ///< buffer idx -> bytes
-  int64_t memEstimate() const;
-};
-/// get_lazyop_info: abstract interpretation of an AST (shape, dtype, flops, bytes per buffer).
-LazyOpInfo getLazyOpInfo(const LazyOp &ast);
-/// vars_from_ast: every variable in the AST's ShapeTrackers, sorted by name.
-std::vector<NodeRef> varsFromAst(const LazyOp &ast);
-
-/// A row kernel's (OPT=5) EXPAND nodes and every node below them: its row values and what
-/// computes them. Empty for an AST without EXPAND.
-std::unordered_set<const LazyOp *> expandedSubtrees(const LazyOp &ast);
 
 } // namespace lazyjit

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "lazyjit/Graph/DType.h"
-#include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Schedule/KernelOp.h"
 #include "lazyjit/Schedule/Schedule.h"
 
 #include <cstddef>
@@ -52,10 +52,10 @@ public:
   virtual const ProgramInfo &info() const = 0;
 };
 
-/// A device's in-memory program cache: compiled programs by AST (structurally) and by whether
+/// A device's in-memory program cache: compiled programs by AST (one KernelOp per structure, so by identity) and by whether
 /// kernel optimizations were on (NOOPT), bounds checks (LAZYJIT_BOUNDS) and MERGE_VIEW.
 struct ProgramKey {
-  LazyOpRef ast;
+  KernelOpRef ast;
   bool noopt;
   bool bounds = false;   ///< CPU: compiled with bounds checks (LAZYJIT_BOUNDS)
   bool mergeView = true; ///< the kernel's reshapes merge views (MERGE_VIEW)
@@ -77,9 +77,9 @@ public:
   const std::string &name() const { return name_; }
   virtual Allocator &allocator() = 0;
   /// Returns the program for a STORE-rooted kernel AST (cached by the AST).
-  virtual std::shared_ptr<Program> compile(const LazyOpRef &ast) = 0;
+  virtual std::shared_ptr<Program> compile(const KernelOpRef &ast) = 0;
   /// Compiles several kernels (devices may do it in parallel); the default compiles one by one.
-  virtual std::vector<std::shared_ptr<Program>> compileAll(const std::vector<LazyOpRef> &asts);
+  virtual std::vector<std::shared_ptr<Program>> compileAll(const std::vector<KernelOpRef> &asts);
   /// Waits for all work on the device.
   virtual void synchronize() {}
 

@@ -8,7 +8,7 @@
 namespace lazyjit {
 
 /// Executes a STORE-rooted AST: bufs[0] is the output, bufs[i] the input LOAD idx i.
-void interpretKernel(const LazyOp &ast, std::span<Buffer *const> bufs, const VarVals &vars);
+void interpretKernel(const KernelOp &ast, std::span<Buffer *const> bufs, const VarVals &vars);
 
 /// The "INTERP" device: host memory, every kernel run by interpretKernel.
 std::unique_ptr<Device> makeInterpreterDevice(const std::string &name);

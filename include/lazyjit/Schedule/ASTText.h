@@ -1,4 +1,4 @@
-// The textual kernel-AST format: a readable, line-oriented, indented rendering of a LazyOp tree
+// The textual kernel-AST format: a readable, line-oriented, indented rendering of a KernelOp tree
 // that parses back to an equal tree (docs/ir.md has the grammar). It is what `lazyjit-dump
 // --emit=ast` prints and `--input=ast` reads, and the form ASTs take in logs and lit tests.
 //
@@ -11,7 +11,7 @@
 //         view shape=(10,) strides=(0,) offset=0 mask=None contiguous=False
 #pragma once
 
-#include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Schedule/KernelOp.h"
 
 #include <string>
 #include <string_view>
@@ -19,12 +19,10 @@
 
 namespace lazyjit {
 
-/// Prints an AST whose leaves are LazyOps (a scheduled kernel or loadop AST), one node per line,
-/// children indented by two spaces. A subtree that occurs more than once is printed once with a
+/// Prints a kernel AST, one node per line, children indented by two spaces. A subtree that occurs more than once is printed once with a
 /// label (`$0 = BinaryOps.MUL`) and referenced afterwards (`$0`), so shared subtrees cannot blow
-/// up the output. Throws UnsupportedError for LazyBuffer sources and CUSTOM functions, which have
-/// no textual form, and for variable names that are not identifiers.
-std::string printAst(const LazyOp &ast);
+/// up the output. Throws UnsupportedError for variable names that are not identifiers.
+std::string printAst(const KernelOp &ast);
 
 /// parseAst reads ASTs less deep than this (astDepth; a leaf's view lines count one level more).
 /// printAst writes any depth, but its indentation makes the text of an AST n deep about n^2
@@ -32,20 +30,20 @@ std::string printAst(const LazyOp &ast);
 /// identifies them).
 inline constexpr int kMaxAstTextDepth = 1000;
 /// The nesting depth of an AST (a leaf is 1), each distinct node visited once, without recursion.
-int astDepth(const LazyOp &ast);
+int astDepth(const KernelOp &ast);
 
 /// The identity of an AST as text, for compile-cache keys: printAst's lines without indentation,
 /// each op line ending with its number of sources (` #2`), so the preorder still determines the
 /// tree. Linear in the AST's size, where printAst's indentation grows with the square of its depth.
-std::string astKey(const LazyOp &ast);
+std::string astKey(const KernelOp &ast);
 
 /// Parses one AST. `filename` only names the input in errors. Malformed input throws ParseError
 /// with the message `FILE:LINE:COL: error: <message>`.
-LazyOpRef parseAst(std::string_view text, const std::string &filename);
+KernelOpRef parseAst(std::string_view text, const std::string &filename);
 
 /// Parses every AST of a file (each one starts at column 1; blank lines and `#` comments between
 /// and inside them are ignored). An input without any AST is an error.
-std::vector<LazyOpRef> parseAsts(std::string_view text, const std::string &filename);
+std::vector<KernelOpRef> parseAsts(std::string_view text, const std::string &filename);
 
 /// The textual form of one symbolic value: an integer, or the node's DEBUG key (`n[1-64]`,
 /// `((n[1-64]*4)+-5)`), which parseSInt turns back into an equal node.

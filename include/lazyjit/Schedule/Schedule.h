@@ -4,6 +4,7 @@
 // broadcast back with an EXPAND node (Verifier.h states the rules, docs/architecture.md the design).
 #pragma once
 
+#include "lazyjit/Schedule/KernelOp.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 
 #include <map>
@@ -27,7 +28,7 @@ struct HostStep {
 };
 
 struct ScheduleItem {
-  LazyOpRef ast;                      ///< the kernel, STORE(...); null for a host step
+  KernelOpRef ast;                    ///< the kernel, STORE(...); null for a host step
   LazyBufferRef out;                  ///< the buffer this item realizes
   std::vector<LazyBufferRef> inputs;  ///< deduplicated base buffers; LOAD idx i+1 reads inputs[i]
   VarVals varVals;

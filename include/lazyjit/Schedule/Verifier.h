@@ -2,7 +2,7 @@
 // hand-written or parsed AST is rejected with a message instead of miscompiling.
 #pragma once
 
-#include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Schedule/KernelOp.h"
 
 #include <map>
 #include <string>
@@ -13,7 +13,7 @@ namespace lazyjit {
 using VarRanges = std::map<std::string, std::pair<int64_t, int64_t>>;
 
 /// The ranges the AST's variables declare (every value they may take).
-VarRanges declaredRanges(const LazyOp &ast);
+VarRanges declaredRanges(const KernelOp &ast);
 
 /// The element indices a view stack may access, as [lo, hi] (lo > hi when it accesses nothing),
 /// proven from each view's shape, strides, offset and mask and the variables' ranges. Every view
@@ -24,11 +24,11 @@ std::pair<int64_t, int64_t> accessRange(const ShapeTracker &st, const VarRanges 
 
 /// For each buffer of the AST (0 is the output), the element count its accesses need; throws
 /// Error when an access may be negative.
-std::map<int, int64_t> requiredSizes(const LazyOp &ast, const VarRanges &ranges);
+std::map<int, int64_t> requiredSizes(const KernelOp &ast, const VarRanges &ranges);
 
 /// verifyAst, then a proof that every access stays inside `sizes` (elements per buffer index):
 /// throws Error naming the buffer, its view and the index range otherwise.
-void verifyAstBounds(const LazyOp &ast, const std::map<int, int64_t> &sizes, const VarRanges &ranges);
+void verifyAstBounds(const KernelOp &ast, const std::map<int, int64_t> &sizes, const VarRanges &ranges);
 
 /// Checks that `ast` is a well-formed kernel AST and throws lazyjit::Error naming the broken rule
 /// otherwise ("verifyAst: ..."):
@@ -36,7 +36,7 @@ void verifyAstBounds(const LazyOp &ast, const std::map<int, int64_t> &sizes, con
 ///  - at most one distinct reduce (structurally equal reduces count once), unless the kernel is a
 ///    row kernel (OPT=5): its EXPAND nodes all broadcast one row shape back to the STORE's shape,
 ///    and every reduce goes from the STORE's shape to that row shape;
-///  - the leaves are LOAD and CONST; no LazyBuffer sources, no LoadOps and no movement op but
+///  - the leaves are LOAD and CONST; no LoadOps (KernelOp::make refuses them) and no movement op but
 ///    a row kernel's EXPAND inside;
 ///  - LOAD buffer indices are dense 1..n, and one index always has one dtype;
 ///  - arity per op class: unary 1, binary 2, WHERE/MULACC 3, reduce 1, LOAD/CONST 0, STORE 1;
@@ -46,6 +46,6 @@ void verifyAstBounds(const LazyOp &ast, const std::map<int, int64_t> &sizes, con
 ///  - every ShapeTracker has at least one view, and all of them have the same rank;
 ///  - no dimension may be negative, and a view is marked contiguous exactly when its strides,
 ///    offset and mask are the contiguous layout of its shape (kernels trust the flag).
-void verifyAst(const LazyOp &ast);
+void verifyAst(const KernelOp &ast);
 
 } // namespace lazyjit

@@ -1,0 +1,137 @@
+// The kernel IR (KernelOp): one node per structure, with its dtype and shape computed when it is
+// built, and no way to put a load op or a host function into a kernel.
+#include "lazyjit/Schedule/KernelOp.h"
+#include "lazyjit/Schedule/NodeDType.h"
+#include "lazyjit/Support/Error.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+using namespace lazyjit;
+
+namespace {
+KernelOpRef load(int idx, Shape shape, DType dt = dtypes::float32) {
+  return KernelOp::load(idx, dt, ShapeTracker::fromShape(shape));
+}
+KernelOpRef constant(double v, Shape shape) {
+  return KernelOp::constant(v, dtypes::float32, ShapeTracker::fromShape(shape));
+}
+} // namespace
+
+TEST_CASE("KernelOp: equal structures are one node; any difference is another") {
+  KernelOpRef a = KernelOp::make(Op::Add, {load(1, {4, 8}), constant(2, {4, 8})});
+  KernelOpRef b = KernelOp::make(Op::Add, {load(1, {4, 8}), constant(2, {4, 8})});
+  CHECK(a == b); // the same object: equality is identity
+  CHECK(a->hash() == b->hash());
+  CHECK(a->src[0] == b->src[0]);
+  // each difference makes another node: the op, an operand's order, a buffer index, a dtype, a view
+  CHECK(KernelOp::make(Op::Mul, {load(1, {4, 8}), constant(2, {4, 8})}) != a);
+  CHECK(KernelOp::make(Op::Add, {constant(2, {4, 8}), load(1, {4, 8})}) != a);
+  CHECK(KernelOp::make(Op::Add, {load(2, {4, 8}), constant(2, {4, 8})}) != a);
+  CHECK(load(1, {4, 8}, dtypes::float16) != load(1, {4, 8}));
+  CHECK(load(1, {8, 4}) != load(1, {4, 8}));
+  CHECK(KernelOp::make(Op::Sum, {load(1, {4, 8})}, Shape{4, 1}) != KernelOp::make(Op::Sum, {load(1, {4, 8})}, Shape{1, 8}));
+  CHECK(KernelOp::make(Op::Cast, {a}, CastArg{dtypes::int32, false}) != KernelOp::make(Op::Cast, {a}, CastArg{dtypes::int32, true}));
+}
+
+TEST_CASE("KernelOp: constants are identical values: -0.0 is not 0.0, NaNs of one sign are one NaN") {
+  // Python's equality (the lazy graph's) says -0.0 == 0.0; a kernel that adds -0.0 keeps a -0.0
+  // input's sign, so the two constants must stay two nodes
+  CHECK(constant(0.0, {4}) != constant(-0.0, {4}));
+  CHECK(std::signbit(constant(-0.0, {4})->constBuffer().val));
+  CHECK(constant(std::nan("1"), {4}) == constant(std::nan("2"), {4}));
+  CHECK(constant(std::nan("1"), {4}) != constant(-std::nan("1"), {4})); // printed `nan` and `-nan`
+  CHECK(constant(1.5, {4}) == constant(1.5, {4}));
+}
+
+TEST_CASE("KernelOp: the dtype and shape of each node are computed when it is built") {
+  KernelOpRef h = load(1, {4, 8}, dtypes::float16), i = load(2, {4, 8}, dtypes::int32);
+  KernelOpRef add = KernelOp::make(Op::Add, {h, i});
+  CHECK(add->kernelDType() == dtypes::float16);
+  REQUIRE(add->shape() != nullptr);
+  CHECK(*add->shape() == Shape{4, 8});
+  KernelOpRef sum = KernelOp::make(Op::Sum, {add}, Shape{4, 1});
+  CHECK(*sum->shape() == Shape{4, 1});
+  CHECK(sum->kernelDType() == dtypes::float16);
+  KernelOpRef back = KernelOp::make(Op::Expand, {sum}, Shape{4, 8});
+  CHECK(*back->shape() == Shape{4, 8});
+  KernelOpRef cast = KernelOp::make(Op::Cast, {back}, CastArg{dtypes::float32, false});
+  CHECK(cast->kernelDType() == dtypes::float32);
+  KernelOpRef store = KernelOp::store(cast, 0, dtypes::float32, ShapeTracker::fromShape({4, 8}));
+  CHECK(store->kernelDType() == dtypes::float32);
+  CHECK(kernelDTypeOf(*store) == dtypes::float32);
+
+  // a malformed node has neither, and neither has anything built over it; kernelDTypeOf names it
+  KernelOpRef reshape = KernelOp::make(Op::Reshape, {h}, Shape{32});
+  CHECK_FALSE(reshape->kernelDType().has_value());
+  CHECK(reshape->shape() == nullptr);
+  KernelOpRef over = KernelOp::store(KernelOp::make(Op::Exp2, {reshape}), 0, dtypes::float16, ShapeTracker::fromShape({32}));
+  CHECK_FALSE(over->kernelDType().has_value());
+  const KernelOp *bad = nullptr;
+  CHECK_FALSE(kernelDTypeOf(*over, &bad).has_value());
+  CHECK(bad == reshape.get());
+  CHECK_FALSE(KernelOp::make(Op::Add, {h})->kernelDType().has_value());          // one operand of two
+  CHECK_FALSE(KernelOp::make(Op::Cast, {h}, Shape{4})->kernelDType().has_value()); // not a CastArg
+}
+
+TEST_CASE("KernelOp: a kernel holds no load op and no host function") {
+  KernelOpRef ld = load(1, {4});
+  for (Op op : {Op::Empty, Op::Copy, Op::Custom, Op::Contiguous, Op::LoadConst}) {
+    std::string want = "a kernel cannot hold " + std::string(opName(op));
+    CHECK_THROWS_WITH_AS(KernelOp::make(op, {ld}), doctest::Contains(want.c_str()), InternalError);
+  }
+  auto fill = std::make_shared<const CustomOp>(CustomOp{"fill", [](Buffer &) {}});
+  CHECK_THROWS_WITH_AS(KernelOp::make(Op::Exp2, {ld}, fill), doctest::Contains("cannot hold a host function"),
+                       InternalError);
+  CHECK_THROWS_WITH_AS(KernelOp::make(Op::Exp2, {nullptr}), doctest::Contains("has a null source"), InternalError);
+}
+
+TEST_CASE("KernelOp: a node leaves the table when its last owner drops it") {
+  size_t before = kernelOpCount();
+  {
+    KernelOpRef x = KernelOp::make(Op::Sqrt, {KernelOp::make(Op::Add, {load(7, {3, 5}), load(8, {3, 5})})});
+    CHECK(kernelOpCount() == before + 4);
+    KernelOpRef again = KernelOp::make(Op::Sqrt, {KernelOp::make(Op::Add, {load(7, {3, 5}), load(8, {3, 5})})});
+    CHECK(kernelOpCount() == before + 4);
+    CHECK(again == x);
+  }
+  CHECK(kernelOpCount() == before);
+}
+
+TEST_CASE("KernelOp: threads building and dropping the same nodes share them") {
+  // every thread builds the same trees over and over while the others drop theirs: a node found
+  // while it is dying is replaced by a new one, and no thread ever gets two nodes for one structure
+  size_t before = kernelOpCount();
+  std::atomic<int> mismatches{0};
+  auto build = [](int i) {
+    KernelOpRef x = load(1, {16});
+    for (int k = 0; k < 8; ++k) x = KernelOp::make(k % 2 ? Op::Exp2 : Op::Add, k % 2 ? std::vector<KernelOpRef>{x} : std::vector<KernelOpRef>{x, constant(i % 5, {16})});
+    return x;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 2000; ++i) {
+        KernelOpRef a = build(i), b = build(i);
+        if (a != b) ++mismatches;
+      }
+    });
+  for (auto &t : threads) t.join();
+  CHECK(mismatches == 0);
+  CHECK(kernelOpCount() == before);
+}
+
+TEST_CASE("KernelOp: a chain 200,000 nodes deep is freed without recursion") {
+  size_t before = kernelOpCount();
+  {
+    KernelOpRef x = load(1, {4}); // (another test's kernel may hold this one)
+    size_t leaves = kernelOpCount();
+    for (int i = 0; i < 200000; ++i) x = KernelOp::make(i % 2 ? Op::Neg : Op::Exp2, {x});
+    CHECK(kernelOpCount() == leaves + 200000);
+    CHECK(x->uniqueOps().size() == 200001);
+  }
+  CHECK(kernelOpCount() == before);
+}
