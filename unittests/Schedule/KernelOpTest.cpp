@@ -2,7 +2,10 @@
 // built, and no way to put a load op or a host function into a kernel.
 #include "lazyjit/Schedule/KernelOp.h"
 #include "lazyjit/Schedule/NodeDType.h"
+#include "lazyjit/Schedule/ASTText.h"
+#include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Tensor/Tensor.h"
 
 #include <doctest/doctest.h>
 
@@ -134,4 +137,28 @@ TEST_CASE("KernelOp: a chain 200,000 nodes deep is freed without recursion") {
     CHECK(x->uniqueOps().size() == 200001);
   }
   CHECK(kernelOpCount() == before);
+}
+
+TEST_CASE("KernelOp: a kernel that reads the constants 0.0 and -0.0 keeps both") {
+  // 1/0.0 + 1/-0.0 is inf + -inf = NaN; 1/0.0 + 1/0.0 is inf. With the constants equal (Python's
+  // equality, the lazy graph's), both programs were one AST: one text, one cache entry, and the
+  // second program run got the first one's kernel.
+  for (const char *device : {"CPU", "INTERP"}) {
+    CAPTURE(device);
+    auto program = [&](double zero) {
+      auto full = [&](double v) { return Tensor::full({4}, v, TensorOptions(dtypes::float32, std::string(device))); };
+      return full(1.0) / full(0.0) + full(1.0) / full(zero);
+    };
+    Tensor same = program(0.0), signed_ = program(-0.0);
+    KernelOpRef a = schedule(same.lazydata()).back().ast, b = schedule(signed_.lazydata()).back().ast;
+    CHECK(a != b);
+    CHECK(astKey(*a) != astKey(*b));
+    int zeros = 0, negZeros = 0;
+    for (const KernelOp *x : b->uniqueOps())
+      if (x->op == Op::Const && x->constBuffer().val == 0) ++(std::signbit(x->constBuffer().val) ? negZeros : zeros);
+    CHECK(zeros == 1);
+    CHECK(negZeros == 1);
+    for (float v : same.toVector<float>()) CHECK(v == INFINITY);
+    for (float v : signed_.toVector<float>()) CHECK(std::isnan(v));
+  }
 }
