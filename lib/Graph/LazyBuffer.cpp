@@ -128,10 +128,24 @@ void LazyBuffer::linkOp() {
   root->owners_.push_back(this);
   if (root->linked_) return;
   root->linked_ = true;
-  std::vector<const LazyOp *> stack{root};
-  while (!stack.empty()) {
-    const LazyOp *n = stack.back();
-    stack.pop_back();
+  // the ops to link, on the native stack until 16 are pending (a new op's sources are mostly
+  // buffers or linked ops: a heap stack was one allocation per buffer built)
+  const LazyOp *local[16];
+  size_t pending = 0;
+  std::vector<const LazyOp *> spill; // pushed after `local` filled up: popped first
+  auto push = [&](const LazyOp *x) {
+    if (pending < std::size(local)) local[pending++] = x;
+    else spill.push_back(x);
+  };
+  push(root);
+  while (pending || !spill.empty()) {
+    const LazyOp *n;
+    if (!spill.empty()) {
+      n = spill.back();
+      spill.pop_back();
+    } else {
+      n = local[--pending];
+    }
     for (const LazySrc &s : n->src) {
       if (s.isBuffer()) {
         if (!s.buf->users_.contains(n)) s.buf->users_.push_back(n);
@@ -141,7 +155,7 @@ void LazyBuffer::linkOp() {
       if (!m->parents_.contains(n)) m->parents_.push_back(n);
       if (!m->linked_) {
         m->linked_ = true;
-        stack.push_back(m);
+        push(m);
       }
     }
   }

@@ -88,7 +88,11 @@ NodeRef exprIdxsOfView(const View &view, const std::vector<NodeRef> &idxs) {
   return sumNodes(ret);
 }
 
-ShapeTracker ShapeTracker::fromShape(const Shape &shape) { return {{View::create(shape)}}; }
+ShapeTracker ShapeTracker::fromShape(const Shape &shape) {
+  ShapeTracker st; // (a braced list would copy the view: two vectors more per buffer)
+  st.views.push_back(View::create(shape));
+  return st;
+}
 
 int64_t ShapeTracker::size() const {
   if (containsZero(shape())) return 0;
@@ -98,8 +102,12 @@ int64_t ShapeTracker::size() const {
 }
 
 static ShapeTracker replaceLast(const ShapeTracker &st, View v) {
-  ShapeTracker out = st;
-  out.views.back() = std::move(v);
+  // the views below the last one, then `v` (copying the whole tracker would copy the last view's
+  // vectors only to free them)
+  ShapeTracker out;
+  out.views.reserve(st.views.size());
+  out.views.insert(out.views.end(), st.views.begin(), st.views.end() - 1);
+  out.views.push_back(std::move(v));
   return out;
 }
 

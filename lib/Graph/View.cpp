@@ -61,10 +61,17 @@ View View::create(const Shape &shape, const std::optional<Shape> &strides, const
   View v;
   v.shape = shape;
   Shape rowMajor = stridesForShape(shape);
-  v.strides = (strides && !strides->empty()) ? filterStrides(shape, *strides) : rowMajor;
+  bool given = strides && !strides->empty();
+  // (the row-major strides are moved in when no strides are given: one vector fewer per view)
+  v.contiguous = pyEq(offset, 0) && !mask;
+  if (given) {
+    v.strides = filterStrides(shape, *strides);
+    v.contiguous = v.contiguous && v.strides == rowMajor;
+  } else {
+    v.strides = std::move(rowMajor);
+  }
   v.offset = offset;
   v.mask = mask;
-  v.contiguous = pyEq(offset, 0) && !mask && v.strides == rowMajor;
   return v;
 }
 

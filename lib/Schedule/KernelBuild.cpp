@@ -1,0 +1,81 @@
+// The scheduler's last step for a kernel: the kernel IR of the fused lazy tree (the reference's
+// _replace_bufferops), its inputs and its variables.
+#include "KernelBuild.h"
+#include "lazyjit/Support/Error.h"
+
+#include <algorithm>
+
+namespace lazyjit::schedule_detail {
+
+void addVars(std::vector<NodeRef> &out, const ShapeTracker &st) {
+  for (const auto &v : st.vars())
+    if (std::none_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->identity() == v->identity(); }))
+      out.push_back(v);
+}
+
+Inputs inputsOf(const LazyOp &op) {
+  Inputs in;
+  for (LazyBuffer *x : op.buffers()) {
+    if (x->isUnrealizedConst()) continue;
+    LazyBufferRef b = x->baseShared();
+    if (in.idx.emplace(b.get(), static_cast<int>(in.bufs.size()) + 1).second) in.bufs.push_back(std::move(b));
+  }
+  return in;
+}
+
+ReplacedAst replaceBufferOps(const LazyOpRef &op) {
+  Inputs in = inputsOf(*op);
+  // each leaf's node, sorted by buffer for lookup (a hash map would allocate per leaf)
+  std::vector<std::pair<const LazyBuffer *, KernelOpRef>> leaves;
+  leaves.reserve(op->buffers().size());
+  std::vector<NodeRef> vars;
+  for (LazyBuffer *x : op->buffers()) {
+    ShapeTracker st = x->st.simplify().unbind();
+    addVars(vars, st);
+    auto it = in.idx.find(x->base());
+    if (it != in.idx.end()) {
+      leaves.emplace_back(x, KernelOp::load(it->second, x->dtype(), std::move(st)));
+    } else if (!x->isRealized() && x->base()->op->op == Op::LoadConst) {
+      leaves.emplace_back(x, KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st)));
+    } else {
+      LAZYJIT_INTERNAL_CHECK(false, "schedule: not handled {}", x->repr());
+    }
+  }
+  std::sort(leaves.begin(), leaves.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+  auto leaf = [&](const LazyBuffer *b) -> const KernelOpRef & {
+    auto it = std::lower_bound(leaves.begin(), leaves.end(), b, [](const auto &e, const LazyBuffer *k) { return e.first < k; });
+    LAZYJIT_INTERNAL_CHECK(it != leaves.end() && it->first == b, "schedule: a leaf was not replaced");
+    return it->second;
+  };
+  const LazyOp *root = op.get();
+  if (op->op == Op::Reshape || op->op == Op::Contiguous) {
+    const LazySrc &s = op->src[0];
+    if (s.isBuffer()) return {leaf(s.buf.get()), std::move(in.bufs), std::move(vars)};
+    root = s.op.get();
+  }
+  // each distinct node of the lazy tree once, sources first, without recursion (a fused chain is as
+  // deep as it is long)
+  std::unordered_map<const LazyOp *, KernelOpRef> built;
+  struct Frame {
+    const LazyOp *node;
+    size_t next;
+  };
+  std::vector<Frame> stack{{root, 0}};
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next < f.node->src.size()) {
+      const LazySrc &s = f.node->src[f.next++];
+      if (!s.isBuffer() && !built.count(s.op.get())) stack.push_back({s.op.get(), 0});
+      continue;
+    }
+    const LazyOp &x = *f.node;
+    stack.pop_back();
+    std::vector<KernelOpRef> src;
+    src.reserve(x.src.size());
+    for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : built.at(s.op.get()));
+    built.emplace(&x, KernelOp::make(x.op, std::move(src), x.arg));
+  }
+  return {built.at(root), std::move(in.bufs), std::move(vars)};
+}
+
+} // namespace lazyjit::schedule_detail

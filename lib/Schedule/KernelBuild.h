@@ -1,0 +1,34 @@
+// Building a kernel's IR from the fused lazy tree the scheduler chose (the reference's
+// _replace_bufferops), and what it reads: internal to lib/Schedule.
+#pragma once
+
+#include "lazyjit/Schedule/KernelOp.h"
+#include "lazyjit/Graph/LazyBuffer.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace lazyjit::schedule_detail {
+
+/// Adds the symbolic variables of `st` not in `out` yet: the scheduler collects a kernel's
+/// variables from the ShapeTrackers it builds instead of walking the AST again (varsFromAst).
+void addVars(std::vector<NodeRef> &out, const ShapeTracker &st);
+
+/// The deduplicated base buffers a kernel (or host step) over `op` reads, and each one's LOAD index.
+struct Inputs {
+  std::vector<LazyBufferRef> bufs;
+  std::unordered_map<const LazyBuffer *, int> idx; // base buffer -> its LOAD index
+};
+Inputs inputsOf(const LazyOp &op);
+
+struct ReplacedAst {
+  KernelOpRef ast;
+  std::vector<LazyBufferRef> inputs;
+  std::vector<NodeRef> vars; ///< of the leaves' ShapeTrackers, in the order they were met
+};
+
+/// _replace_bufferops: the kernel IR of `op`, whose leaves become LOAD(MemBuffer) of the
+/// deduplicated base buffers, or CONST; each distinct node of the lazy tree is built once.
+ReplacedAst replaceBufferOps(const LazyOpRef &op);
+
+} // namespace lazyjit::schedule_detail
