@@ -6,6 +6,10 @@
 
 namespace lazyjit {
 
+/// The most stack one CPU kernel's scratch may take on the thread running it: a row kernel's
+/// per-row arrays (LowerCPURow.cpp) and a reduce's packed panels (HeuristicsCPUPack.cpp).
+inline constexpr int64_t kMaxStackScratchBytes = 256 * 1024;
+
 /// CPU: register tiling of matmul-like kernels, unit-stride innermost axes, reduce unrolling.
 void applyCPUHeuristics(Kernel &k);
 /// CPU row kernels (OPT=5): vector stores of the output pass, streaming when the output is large.

@@ -12,12 +12,33 @@
 // vectorizer, which handles them well, as are kernels with transcendental math; only large
 // element-wise outputs are upcast by a cache line, to be written with streaming stores.
 #include "Heuristics.h"
+#include "HeuristicsCPU.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 
 #include <algorithm>
 #include <optional>
 
 namespace lazyjit {
+
+// Which of the kernel's buffers its reduce reads (the others are read after it, once per output
+// element: a backward pass's relu mask): only those decide the register tile.
+std::vector<bool> cpu_heuristics::reduceInputs(const Kernel &k) {
+  std::vector<bool> in(k.bufs.size(), !k.reduceop);
+  if (!k.reduceop) return in;
+  for (const KernelOp *x : k.reduceop->uniqueOps())
+    if (isBufferOp(x->op)) in[k.bufIndex(x)] = true;
+  return in;
+}
+
+// Whether neither the index nor the validity of buffer `buf` moves along `axis`.
+bool cpu_heuristics::independentOf(const Kernel &k, size_t buf, size_t axis) {
+  auto rs = k.sts[buf].realStrides(false);
+  return rs[axis] && rs[axis]->isInt() && rs[axis]->asInt() == 0;
+}
+
+using cpu_heuristics::choosePanelPacking;
+using cpu_heuristics::independentOf;
+using cpu_heuristics::reduceInputs;
 
 namespace {
 
@@ -81,16 +102,6 @@ std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize) {
 // For a reduce over inputs broadcast along different axes: an output axis along which an input
 // that is broadcast along the vector axis varies, and every input that varies along the vector
 // axis is broadcast.
-// Which of the kernel's buffers its reduce reads (the others are read after it, once per output
-// element: a backward pass's relu mask): only those decide the register tile.
-std::vector<bool> reduceInputs(const Kernel &k) {
-  std::vector<bool> in(k.bufs.size(), !k.reduceop);
-  if (!k.reduceop) return in;
-  for (const KernelOp *x : k.reduceop->uniqueOps())
-    if (isBufferOp(x->op)) in[k.bufIndex(x)] = true;
-  return in;
-}
-
 std::optional<size_t> findTileAxis(const Kernel &k, size_t vec) {
   int fr = k.firstReduce();
   std::optional<size_t> best;
@@ -305,118 +316,6 @@ bool reduceVectorize(Kernel &k) {
   }
   k = std::move(t);
   return true;
-}
-
-// Whether neither the index nor the validity of buffer `buf` moves along `axis`.
-bool independentOf(const Kernel &k, size_t buf, size_t axis) {
-  auto rs = k.sts[buf].realStrides(false);
-  return rs[axis] && rs[axis]->isInt() && rs[axis]->asInt() == 0;
-}
-
-// The most a kernel's packed panels may take: they live on the stack of the thread running it, as
-// a row kernel's scratch arrays do (LowerCPU.h).
-constexpr int64_t kMaxPanelBytes = 256 * 1024;
-// A smaller panel stays in L1 as it is read, a line per reduce step: copying it gains nothing.
-constexpr int64_t kMinPanelBytes = 16 * 1024;
-
-// Whether the reduce can run in blocks whose partial results wait in the output buffer
-// (Kernel::packBlock): a SUM or MAX of the output's dtype, stored without reading any buffer after
-// it (the partial results are stored raw, and the element-wise ops after the reduce run on the
-// last block only).
-bool canBlockReduce(const Kernel &k) {
-  if (!k.reduceop || (k.reduceop->op != Op::Sum && k.reduceop->op != Op::ReduceMax)) return false;
-  auto rdt = k.reduceop->kernelDType();
-  if (!rdt || !(*rdt == k.bufs[0]->bufferDType())) return false;
-  bool reads = false;
-  walkOps(*k.ast->src[0], [&](const KernelOp &op) {
-    if (&op == k.reduceop) return false;
-    reads = reads || op.op == Op::Load;
-    return !reads;
-  }, [](const KernelOp &) {});
-  return !reads;
-}
-
-// Packed panels (Kernel::packDepth) for a register-tiled reduce: the reduce's inputs that move
-// along the vector axis and not along the tile's rows (the right-hand side B of A @ B, the image
-// of a convolution) are copied once per value of the global axes they depend on, and the copy is
-// read by every iteration of the global loops inside those (the row blocks of A @ B, the output
-// channels of a convolution). Needs the packed values of every reduce step to fit the stack
-// budget and the copy to be read at least 4 times.
-void choosePanelPacking(Kernel &k) {
-  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
-  const Shape &full = k.fullShape(), &out = k.outputShape();
-  if (fr == 0 || !k.reduceop) return;
-  // the lowering's vector axis is the last output-upcast axis (LowerCPU.cpp), unless the last
-  // upcast axis is a reduce axis it takes as dot products
-  int vecAxis = -1;
-  std::vector<int> tileAxes;
-  int64_t combos = 1, steps = 1;
-  for (int a = firstUpcast; a < n; ++a) {
-    if (!full[a].isInt()) return;
-    if (!pyEq(full[a], out[a])) {
-      combos *= full[a].asInt();
-    } else {
-      if (vecAxis >= 0) tileAxes.push_back(vecAxis);
-      vecAxis = a;
-    }
-  }
-  if (vecAxis < 0 || tileAxes.empty()) return;
-  if (!pyEq(full[n - 1], out[n - 1]) && full[n - 1].asInt() >= 8 && full[n - 1].asInt() <= 64) return;
-  for (int a = fr; a < firstUpcast; ++a) {
-    if (!full[a].isInt()) return;
-    steps *= full[a].asInt();
-  }
-  std::vector<bool> inReduce = reduceInputs(k);
-  std::vector<size_t> packed;
-  int64_t bytes = 0;
-  for (size_t i = 1; i < k.bufs.size(); ++i) {
-    if (k.bufs[i]->op == Op::Const || !inReduce[i] || independentOf(k, i, static_cast<size_t>(vecAxis))) continue;
-    if (std::any_of(tileAxes.begin(), tileAxes.end(), [&](int a) { return !independentOf(k, i, static_cast<size_t>(a)); }))
-      continue;
-    packed.push_back(i);
-    bytes += steps * combos * full[vecAxis].asInt() * k.bufs[i]->bufferDType().itemsize();
-  }
-  if (packed.empty() || bytes < kMinPanelBytes) return;
-  // too large a panel: the first reduce axis in blocks whose panels fit, where it can be blocked
-  int64_t block = 0;
-  if (bytes > kMaxPanelBytes) {
-    if (fr == firstUpcast || !canBlockReduce(k)) return;
-    int64_t outer = full[fr].asInt(), perStep = bytes / outer;
-    for (int64_t b = outer / 2; b >= 1 && !block; --b)
-      if (outer % b == 0 && b * perStep <= kMaxPanelBytes) block = b;
-    if (block == 0 || block * perStep < kMinPanelBytes) return;
-  }
-  auto dependent = [&](int a) {
-    return std::any_of(packed.begin(), packed.end(), [&](size_t i) { return !independentOf(k, i, static_cast<size_t>(a)); });
-  };
-  // the panel is read once per iteration of the global axes the packed buffers do not move along:
-  // those become the innermost global loops and the panel is packed before the first of them.
-  // Axis 0 stays first: the threads share it, and the order of the loops around the panel decides
-  // what of the other inputs stays in cache (moving a conv's batch axis inward for a 4 KB panel of
-  // its weights re-read the output gradient from memory once per input channel: 50 -> 130 ms)
-  std::vector<int> order{0}, inner;
-  for (int a = 1; a < fr; ++a) (dependent(a) ? order : inner).push_back(a);
-  if (order.size() == 1 && !dependent(0)) order.clear(), inner.insert(inner.begin(), 0);
-  auto extent = [&](int a) { return full[a].isInt() ? full[a].asInt() : 0; };
-  int depth = static_cast<int>(order.size());
-  int64_t reuse = 1;
-  for (int a : inner) reuse *= extent(a);
-  if (reuse < 4) return;
-  order.insert(order.end(), inner.begin(), inner.end());
-  // the permutation as swaps: where each original axis is now
-  std::vector<int> at(static_cast<size_t>(fr));
-  for (int a = 0; a < fr; ++a) at[static_cast<size_t>(a)] = a;
-  for (int pos = 0; pos < fr; ++pos) {
-    int cur = at[static_cast<size_t>(order[static_cast<size_t>(pos)])];
-    if (cur == pos) continue;
-    k.applyOpt({OptOp::Swap, pos, cur});
-    for (int &p : at)
-      if (p == pos) p = cur;
-      else if (p == cur) p = pos;
-  }
-  k.packDepth = depth;
-  k.packedBufs = std::move(packed);
-  k.packBlock = block;
 }
 
 // The vector axis `vec` of a kernel, padded (PADTO) to whole vectors where it can be, and for a

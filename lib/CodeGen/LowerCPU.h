@@ -49,8 +49,6 @@ private:
   /// Chooses the values several passes of a row kernel read and gives each a scratch array.
   void planRowScratch(const std::vector<const KernelOp *> &passes);
   void prefetchNextRow(const std::vector<NodeRef> &vix);
-  /// The most stack a row kernel's scratch arrays may take (per thread).
-  static constexpr int64_t kMaxRowScratchBytes = 256 * 1024;
   /// The loops over the global axes [0, count), the first over the launcher's chunk [start, stop)
   /// (with no global axis, `body` runs once for the range [0, 1)), `body` inside.
   void globalLoops(int count, std::vector<NodeRef> &idxs, Value *start, Value *stop,

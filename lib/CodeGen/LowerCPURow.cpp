@@ -11,6 +11,7 @@
 // The first pass reads the row from memory, the others from the cache. Each loop is a plain
 // scalar loop with fast-math reductions, which LLVM's loop vectorizer widens (libmvec for exp2/log2).
 #include "lazyjit/Graph/LazyOpWalk.h"
+#include "Heuristics.h"
 #include "LowerCPU.h"
 #include "lazyjit/Support/Error.h"
 
@@ -104,7 +105,7 @@ void CPULowerer::planRowScratch(const std::vector<const KernelOp *> &passes) {
     if (inner.count(x)) continue;
     Type *t = vb.regType(dtypeOf(*x));
     int64_t size = rowElems * static_cast<int64_t>(m.getDataLayout().getTypeAllocSize(t));
-    if (bytes + size > kMaxRowScratchBytes) continue;
+    if (bytes + size > kMaxStackScratchBytes) continue;
     bytes += size;
     AllocaInst *a = b.CreateAlloca(ArrayType::get(t, static_cast<uint64_t>(rowElems)), nullptr, "row.scratch");
     a->setAlignment(Align(64));
