@@ -132,11 +132,12 @@ KernelOp::KernelOp(Token, Op op_, std::vector<KernelOpRef> src_, LazyOpArg arg_,
   // wrong kind of argument or arity, which the verifier reports, has neither)
   if (isBufferOp(op)) {
     // (a STORE of a malformed node is malformed too)
+    // (and so is a buffer node whose ShapeTracker has no view: it has no shape)
     if (src.size() > 1 || (!src.empty() && !src[0]->dtype_)) return;
-    if (auto *m = std::get_if<MemBuffer>(&arg)) {
+    if (auto *m = std::get_if<MemBuffer>(&arg); m && !m->st.views.empty()) {
       dtype_ = m->dtype;
       shape_ = &m->st.shape();
-    } else if (auto *c = std::get_if<ConstBuffer>(&arg)) {
+    } else if (auto *c = std::get_if<ConstBuffer>(&arg); c && !c->st.views.empty()) {
       dtype_ = c->dtype;
       shape_ = &c->st.shape();
     }

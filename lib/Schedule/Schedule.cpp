@@ -309,6 +309,11 @@ bool nothingToSchedule(const LazyBuffer *b, const SeenSet &seen) {
 
 // The kernel of `self`, whose op has been fixed up and whose sources are scheduled.
 ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
+  // (a variable bound to two values is an error for a host step's inputs too)
+  std::vector<const ShapeTracker *> sts{&self->st};
+  for (const LazyBuffer *b : op->buffers()) sts.push_back(&b->st);
+  VarVals varVals = mergeVarVals(sts);
+
   if (isLoadOp(op->op) && op->op != Op::Contiguous) { // (CONTIGUOUS is a kernel of its source)
     // EMPTY, COPY and CUSTOM run on the host: the item carries the step and its inputs, not an op
     // tree; each source is read whole (its base, contiguous)
@@ -325,10 +330,6 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
     HostStep step{op->op, op->op == Op::Custom ? std::get<CustomOpRef>(op->arg) : nullptr};
     return ScheduleItem{nullptr, self, std::move(in.bufs), {}, std::move(step)};
   }
-
-  std::vector<const ShapeTracker *> sts{&self->st};
-  for (const LazyBuffer *b : op->buffers()) sts.push_back(&b->st);
-  VarVals varVals = mergeVarVals(sts);
 
   auto [ast, baseBufs, vars] = replaceBufferOps(op);
 

@@ -78,6 +78,9 @@ TEST_CASE("KernelOp: the dtype and shape of each node are computed when it is bu
   CHECK(bad == reshape.get());
   CHECK_FALSE(KernelOp::make(Op::Add, {h})->kernelDType().has_value());          // one operand of two
   CHECK_FALSE(KernelOp::make(Op::Cast, {h}, Shape{4})->kernelDType().has_value()); // not a CastArg
+  KernelOpRef noView = KernelOp::load(1, dtypes::float32, ShapeTracker{}); // (the verifier names it)
+  CHECK_FALSE(noView->kernelDType().has_value());
+  CHECK(noView->shape() == nullptr);
 }
 
 TEST_CASE("KernelOp: a kernel holds no load op and no host function") {
