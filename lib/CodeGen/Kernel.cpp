@@ -37,8 +37,9 @@ Kernel::Kernel(KernelOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts
   std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*ast);
   for (const KernelOp *x : ops) {
     if (isReduceOp(x->op) && !inRows.count(x)) {
-      LAZYJIT_USER_CHECK(!reduceop || *reduceop == *x, Error, "max one reduce op in an AST");
-      if (!reduceop) reduceop = x;
+      // (`ops` holds each distinct node once, and equal reduces are one node)
+      LAZYJIT_USER_CHECK(!reduceop, Error, "max one reduce op in an AST");
+      reduceop = x;
     }
     if (isBufferOp(x->op)) bufs.push_back(x); // (each distinct leaf once: equal leaves are one node)
   }

@@ -141,9 +141,7 @@ private:
         if ((*out)[i] != in[i] && (*out)[i] != SInt(1))
           reject(fmt::format("{} reduces {} to {}: dim {} is neither kept nor 1", name,
                              renderShape(in), renderShape(*out), i));
-      bool dup = false;
-      for (const KernelOp *r : reduces) dup = dup || *r == op;
-      if (!dup) reduces.push_back(&op);
+      reduces.push_back(&op); // (equal reduces are one node, and the walk leaves each node once)
       shape = *out;
     } else if (op.op == Op::Expand) {
       const auto *out = &op.shapeArg();
