@@ -300,9 +300,12 @@ std::string kernelSummary(const Kernel &k) {
   std::string shape = renderShape(k.fullShape());
   std::string packed;
   for (size_t i : k.packedBufs) packed += fmt::format("{}{}", packed.empty() ? "" : ", ", i);
-  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}", k.name(),
+  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
+                     k.rowMoments.empty() ? ""
+                                          : fmt::format("\n  row moments: {} sum{} of squared deviations from the first pass (Welford)",
+                                                        k.rowMoments.size(), k.rowMoments.size() == 1 ? "" : "s"),
                      k.rowThreads ? fmt::format("\n  row threads {} per block", k.rowThreads) : "",
                      k.streamingStores ? "\n  stores streaming" : "",
                      k.packDepth < 0   ? ""

@@ -36,7 +36,27 @@ bool cpu_heuristics::independentOf(const Kernel &k, size_t buf, size_t axis) {
   return rs[axis] && rs[axis]->isInt() && rs[axis]->asInt() == 0;
 }
 
+bool cpu_heuristics::allFloat(const Kernel &k) {
+  for (const KernelOp *b : k.bufs) {
+    DType dt = b->bufferDType();
+    if (dt != dtypes::float32 && dt != dtypes::float64) return false;
+  }
+  return true;
+}
+
+int64_t cpu_heuristics::outputBytes(const Kernel &k) {
+  int64_t n = 1;
+  for (const auto &d : k.outputShape()) {
+    if (!d.isInt()) return 0;
+    n *= d.asInt();
+  }
+  return n * k.bufs[0]->bufferDType().itemsize();
+}
+
 using cpu_heuristics::choosePanelPacking;
+using cpu_heuristics::allFloat;
+using cpu_heuristics::kStreamingStoreBytes;
+using cpu_heuristics::outputBytes;
 using cpu_heuristics::independentOf;
 using cpu_heuristics::reduceInputs;
 
@@ -66,14 +86,6 @@ bool hasTranscendental(const KernelOp &ast) {
   for (const KernelOp *x : ast.uniqueOps())
     if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
   return false;
-}
-
-bool allFloat(const Kernel &k) {
-  for (const KernelOp *b : k.bufs) {
-    DType dt = b->bufferDType();
-    if (dt != dtypes::float32 && dt != dtypes::float64) return false;
-  }
-  return true;
 }
 
 bool isIntSize(const Kernel &k, size_t axis) { return k.fullShape()[axis].isInt(); }
@@ -127,20 +139,6 @@ std::optional<size_t> findTileAxis(const Kernel &k, size_t vec) {
 
 // Element-wise outputs at least this large are written with streaming stores: they exceed what
 // the last-level cache of a core's share holds, so caching them only evicts the inputs, and
-// streaming saves the read-for-ownership of every output line (20 -> 16 bytes per element of
-// relu(a*b+c)). A fixed size rather than the host's cache size keeps the code a function of the
-// AST and the target only (it is cached on disk).
-constexpr int64_t kStreamingStoreBytes = int64_t(16) << 20;
-
-int64_t outputBytes(const Kernel &k) {
-  int64_t n = 1;
-  for (const auto &d : k.outputShape()) {
-    if (!d.isInt()) return 0;
-    n *= d.asInt();
-  }
-  return n * k.bufs[0]->bufferDType().itemsize();
-}
-
 int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
   for (int64_t o : options)
     if (o <= n && n % o == 0) return o;
@@ -409,22 +407,6 @@ bool gatherPackedTile(Kernel &k) {
 }
 
 } // namespace
-
-void applyCPURowHeuristics(Kernel &k) {
-  k.rowScratch = true;
-  // the output pass stores whole vectors of the last row axis: a cache line each, written past the
-  // caches when the output is large (it is not read again by this kernel; the row's inputs are)
-  DType out = k.bufs[0]->bufferDType();
-  if (!(out == dtypes::float32 || out == dtypes::float64) || !allFloat(k)) return;
-  const SInt &last = k.fullShape().back();
-  int64_t lanes = std::min<int64_t>(k.opts.vectorBits / 8, 64) / out.itemsize();
-  if (static_cast<int>(k.shapeLen()) <= k.rowStart || !last.isInt() || last.asInt() < lanes) return;
-  // a single row axis may end in a scalar tail; the last of several must be whole vectors
-  bool whole = last.asInt() % lanes == 0;
-  if (!whole && static_cast<int>(k.shapeLen()) - k.rowStart != 1) return;
-  k.rowLanes = lanes;
-  k.streamingStores = whole && lanes * out.itemsize() == 64 && outputBytes(k) >= kStreamingStoreBytes;
-}
 
 void applyCPUHeuristics(Kernel &k) {
   if (k.shapeLen() == 0 || !allFloat(k)) return;

@@ -3,6 +3,7 @@
 
 #include "lazyjit/CodeGen/Kernel.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace lazyjit::cpu_heuristics {
@@ -10,6 +11,17 @@ namespace lazyjit::cpu_heuristics {
 /// Per buffer, whether the kernel's reduce reads it (every buffer when there is no reduce): only
 /// those decide the register tile and the panels.
 std::vector<bool> reduceInputs(const Kernel &k);
+
+/// Whether every buffer is float32 or float64.
+bool allFloat(const Kernel &k);
+
+/// The output's size in bytes (0 when symbolic).
+int64_t outputBytes(const Kernel &k);
+
+/// Streaming stores save the read-for-ownership of every output line (20 -> 16 bytes per element
+/// of relu(a*b+c)). A fixed size rather than the host's cache size keeps the code a function of
+/// the AST and the target only (it is cached on disk).
+constexpr int64_t kStreamingStoreBytes = int64_t(16) << 20;
 
 /// Whether neither the index nor the validity of buffer `buf` moves along `axis`.
 bool independentOf(const Kernel &k, size_t buf, size_t axis);

@@ -47,7 +47,11 @@ private:
   /// then the output row.
   void emitRowBody(Value *start, Value *end);
   /// Chooses the values several passes of a row kernel read and gives each a scratch array.
-  void planRowScratch(const std::vector<const KernelOp *> &passes);
+  /// `passes`: the roots each pass over the row evaluates per element.
+  void planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes);
+  /// Kernel::rowMoments: one Welford step of `value` (scalars or lane vectors, of the reduce's
+  /// dtype) into its running `mean` and `m2`, `inv` being 1 / (the count including this element).
+  void welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv, DType dt);
   void prefetchNextRow(const std::vector<NodeRef> &vix);
   /// The loops over the global axes [0, count), the first over the launcher's chunk [start, stop)
   /// (with no global axis, `body` runs once for the range [0, 1)), `body` inside.

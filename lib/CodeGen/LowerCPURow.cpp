@@ -49,7 +49,7 @@ bool transcendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op
 
 } // namespace
 
-void CPULowerer::planRowScratch(const std::vector<const KernelOp *> &passes) {
+void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes) {
   // an element-wise node read by two or more passes that computes a transcendental function is
   // worth an L1-resident array per row (softmax's exp: computed by the sum's pass, read by the
   // output's); its operands are then not evaluated again, so only the outermost such node is kept
@@ -62,8 +62,12 @@ void CPULowerer::planRowScratch(const std::vector<const KernelOp *> &passes) {
   }
   std::unordered_map<const KernelOp *, int> uses;
   std::unordered_map<const KernelOp *, bool> costly;
-  for (const KernelOp *p : passes)
-    for (const KernelOp *x : passNodes(p)) ++uses[x];
+  for (const auto &roots : passes) {
+    std::unordered_set<const KernelOp *> inPass;
+    for (const KernelOp *r : roots)
+      for (const KernelOp *x : passNodes(r))
+        if (inPass.insert(x).second) ++uses[x];
+  }
   // whether a transcendental function is computed at or below a node, within its pass
   auto isCostly = [&](const KernelOp *root) {
     walkOps(*root, [&](const KernelOp &x) { return passDescends(x) && !costly.count(&x); }, [&](const KernelOp &x) {
@@ -135,6 +139,13 @@ void CPULowerer::prefetchNextRow(const std::vector<NodeRef> &vix) {
   }
 }
 
+void CPULowerer::welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv, DType dt) {
+  Val delta = vb.alu(Op::Sub, {Val{value, dt}, Val{mean, dt}}, dt);
+  mean = vb.alu(Op::Add, {Val{mean, dt}, vb.alu(Op::Mul, {delta, Val{inv, dt}}, dt)}, dt).v;
+  Val after = vb.alu(Op::Sub, {Val{value, dt}, Val{mean, dt}}, dt);
+  m2 = vb.alu(Op::Add, {Val{m2, dt}, vb.alu(Op::Mul, {delta, after}, dt)}, dt).v;
+}
+
 void CPULowerer::emitRowBody(Value *start, Value *end) {
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
@@ -145,11 +156,16 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   const KernelOp *topReduce = k.reduceop;
   int fr = topReduce ? k.firstReduce() : rs;
   const KernelOp &finalRoot = topReduce ? *topReduce->src[0] : top;
+  // Kernel::rowMoments: reduces computed from the first pass's moments instead of a pass
+  std::unordered_map<const KernelOp *, const Kernel::RowMoments *> folded;
+  for (const auto &mo : k.rowMoments) folded.emplace(mo.reduce, &mo);
   {
-    std::vector<const KernelOp *> passes;
+    std::vector<std::vector<const KernelOp *>> passes;
     for (const KernelOp *x : order)
-      if (isReduceOp(x->op)) passes.push_back(x->src[0].get());
-    passes.push_back(&finalRoot);
+      if (isReduceOp(x->op) && !folded.count(x)) passes.push_back({x->src[0].get()});
+    if (!passes.empty())
+      for (const auto &mo : k.rowMoments) passes[0].push_back(mo.value);
+    passes.push_back({&finalRoot});
     planRowScratch(passes);
   }
   // the element's index within its row, for the scratch arrays
@@ -244,8 +260,51 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     return ok;
   };
 
+  // Kernel::rowMoments, per folded reduce: its value's mean and M2 over the row so far, and the
+  // number of elements they cover (of the reduce's dtype), carried by the first pass after its
+  // own accumulators
+  struct Moments {
+    Value *mean, *m2, *count;
+  };
+  std::unordered_map<const KernelOp *, Moments> moments;
+  size_t nm = k.rowMoments.size();
+  // one scalar Welford step of every folded reduce's value at `ix`; cur/next hold [mean, m2]
+  // per folded reduce from `at`, then the count
+  auto scalarMoments = [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur, size_t at,
+                           std::vector<Value *> &next) {
+    if (nm == 0) return;
+    DType cdt = dtypeOf(*k.rowMoments[0].reduce);
+    Value *count = b.CreateFAdd(cur[at + 2 * nm], vb.constant(1.0, cdt).v);
+    Value *inv = b.CreateFDiv(vb.constant(1.0, cdt).v, count);
+    next[at + 2 * nm] = count;
+    for (size_t j = 0; j < nm; ++j) {
+      DType rdt = dtypeOf(*k.rowMoments[j].reduce);
+      Value *mean = cur[at + 2 * j], *m2 = cur[at + 2 * j + 1];
+      welfordStep(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), rdt, false).v, mean, m2,
+                  vb.convert(Val{inv, cdt}, rdt, false).v, rdt);
+      next[at + 2 * j] = mean;
+      next[at + 2 * j + 1] = m2;
+    }
+  };
+  // the carried values of the moments after a pass's own: per folded reduce `copies` means, then
+  // `copies` M2s (the vector pass's partial results: vectors; else scalars), then the count
+  auto momentsStart = [&](std::vector<Value *> &carried, size_t copies, bool vec) {
+    note("and the running mean and squared deviations of {} value{} (Welford){}", nm, nm == 1 ? "" : "s",
+         vec ? ", per lane" : "");
+    for (const auto &mo : k.rowMoments) {
+      Value *zero = vb.constant(0.0, dtypeOf(*mo.reduce)).v;
+      carried.insert(carried.end(), 2 * copies, vec ? splat(zero) : zero);
+    }
+    carried.push_back(vb.constant(0.0, dtypeOf(*k.rowMoments[0].reduce)).v);
+  };
+  auto momentsEnd = [&](const std::vector<Value *> &carried, size_t at) {
+    for (size_t j = 0; j < nm; ++j)
+      moments[k.rowMoments[j].reduce] = Moments{carried[at + 2 * j], carried[at + 2 * j + 1], carried[at + 2 * nm]};
+  };
+
   std::function<Value *(Value *)> row = [&](Value *acc) -> Value * {
     rowValues.clear();
+    moments.clear();
     int pass = 0; // the second pass prefetches the next row, behind this row's work
     for (const KernelOp *x : order) {
       if (x->op == Op::Expand) {
@@ -256,48 +315,123 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       DType rdt = dtypeOf(*x);
       Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
       const KernelOp &src = *x->src[0];
+      if (auto f = folded.find(x); f != folded.end()) {
+        // sum((value - center)^2) = M2 + N * (mean - center)^2; 0 over an empty row
+        note("row value ({} of squared deviations): from pass 1's moments", opName(x->op));
+        const Moments &mo = moments.at(x);
+        Value *c = vb.convert(*rowValue(*f->second->center), rdt, false).v;
+        Value *d = b.CreateFSub(mo.mean, c);
+        Value *r = b.CreateFAdd(mo.m2, b.CreateFMul(mo.count, b.CreateFMul(d, d)));
+        r = b.CreateSelect(b.CreateFCmpOGT(mo.count, vb.constant(0.0, rdt).v), r, vb.constant(0.0, rdt).v);
+        rowValues[x] = Val{r, rdt};
+        continue;
+      }
+      bool first = pass == 0;
+      size_t withMoments = first ? nm : 0;
       bool prefetch = pass++ == 1;
       note("pass {}: {} over the row{}", pass, opName(x->op), prefetch ? ", prefetching the next row" : "");
       TraceIndent inPass(trace);
-      if (rdt.isFloating() && vectorPass(&src)) {
+      bool vec = rdt.isFloating() && vectorPass(&src);
+      for (size_t j = 0; j < withMoments; ++j) vec = vec && vectorPass(k.rowMoments[j].value);
+      if (vec) {
         // independent partial results per unrolled vector, so that the accumulation's latency
         // does not serialize the pass; combined (in any order: reassoc) after the row
         lanes = k.rowLanes;
         int64_t vectors = full[n - 1].asInt() / lanes, unroll = vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
-        std::vector<Value *> init(static_cast<size_t>(unroll), splat(vb.reduceInit(x->op, rdt).v));
+        size_t U = static_cast<size_t>(unroll);
+        std::vector<Value *> init(U, splat(vb.reduceInit(x->op, rdt).v));
         note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
+        if (withMoments) momentsStart(init, U, true); // (the count: the elements each lane has seen)
+        Value *inv = nullptr;
         std::vector<Value *> acc = vecPass(init, unroll, [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
           if (prefetch) prefetchNextRow(vix);
           note("accumulate a vector");
           std::vector<Value *> next = cur;
-          next[static_cast<size_t>(u)] = accumulate(alu, eval(src, vix, nullptr, lanes), cur[static_cast<size_t>(u)], rdt);
+          size_t su = static_cast<size_t>(u);
+          next[su] = accumulate(alu, eval(src, vix, nullptr, lanes), cur[su], rdt);
+          if (!withMoments) return next;
+          if (u == 0) {
+            // every lane of every partial result has seen as many elements
+            DType cdt = dtypeOf(*k.rowMoments[0].reduce);
+            Value *count = b.CreateFAdd(cur.back(), vb.constant(1.0, cdt).v);
+            next.back() = count;
+            inv = b.CreateFDiv(vb.constant(1.0, cdt).v, count);
+          }
+          note("Welford step{}", nm == 1 ? "" : "s");
+          for (size_t j = 0; j < nm; ++j) {
+            DType mdt = dtypeOf(*k.rowMoments[j].reduce);
+            size_t at = U + 2 * j * U + su;
+            Value *mean = cur[at], *m2 = cur[at + U];
+            Value *v = vb.convert(eval(*k.rowMoments[j].value, vix, nullptr, lanes), mdt, false).v;
+            welfordStep(v, mean, m2, splat(vb.convert(Val{inv, dtypeOf(*k.rowMoments[0].reduce)}, mdt, false).v), mdt);
+            next[at] = mean;
+            next[at + U] = m2;
+          }
           return next;
         });
         Value *all = acc[0];
-        for (size_t u = 1; u < acc.size(); ++u) all = vb.alu(alu, {Val{all, rdt}, Val{acc[u], rdt}}, rdt).v;
+        for (size_t u = 1; u < U; ++u) all = vb.alu(alu, {Val{all, rdt}, Val{acc[u], rdt}}, rdt).v;
         Value *r = alu == Op::Add ? b.CreateFAddReduce(ConstantFP::getNegativeZero(all->getType()->getScalarType()), all)
                                   : b.CreateFPMaximumReduce(all);
+        std::vector<Value *> tailInit{r};
+        if (withMoments) {
+          // the U * lanes streams of equal counts combined (Chan et al.): the mean of their means,
+          // and M2 = sum of their M2s + count * sum of (stream mean - mean)^2
+          DType cdt = dtypeOf(*k.rowMoments[0].reduce);
+          Value *perLane = acc.back();
+          for (size_t j = 0; j < nm; ++j) {
+            DType mdt = dtypeOf(*k.rowMoments[j].reduce);
+            Value *zero = ConstantFP::getNegativeZero(vb.regType(mdt));
+            Value *means = acc[U + 2 * j * U], *m2s = acc[U + 2 * j * U + U];
+            for (size_t u = 1; u < U; ++u) {
+              means = b.CreateFAdd(means, acc[U + 2 * j * U + u]);
+              m2s = b.CreateFAdd(m2s, acc[U + 2 * j * U + U + u]);
+            }
+            Value *mean = b.CreateFDiv(b.CreateFAddReduce(zero, means), vb.constant(static_cast<double>(U) * static_cast<double>(lanes), mdt).v);
+            Value *dev = nullptr;
+            for (size_t u = 0; u < U; ++u) {
+              Value *d = b.CreateFSub(acc[U + 2 * j * U + u], splat(mean));
+              dev = dev ? b.CreateFAdd(dev, b.CreateFMul(d, d)) : b.CreateFMul(d, d);
+            }
+            Value *m2 = b.CreateFAdd(b.CreateFAddReduce(zero, m2s),
+                                     b.CreateFMul(vb.convert(Val{perLane, cdt}, mdt, false).v, b.CreateFAddReduce(zero, dev)));
+            tailInit.push_back(mean);
+            tailInit.push_back(m2);
+          }
+          tailInit.push_back(b.CreateFMul(perLane, vb.constant(static_cast<double>(U) * static_cast<double>(lanes), cdt).v));
+        }
         lanes = 0;
-        r = tailLoop({r}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
+        std::vector<Value *> done = tailLoop(tailInit, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
           note("accumulate");
-          return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
-        })[0];
+          std::vector<Value *> next = cur;
+          next[0] = accumulate(alu, eval(src, ix, nullptr), cur[0], rdt);
+          if (withMoments) scalarMoments(ix, cur, 1, next);
+          return next;
+        });
+        if (withMoments) momentsEnd(done, 1);
         endPass();
-        rowValues[x] = Val{r, rdt};
+        rowValues[x] = Val{done[0], rdt};
         continue;
       }
       std::vector<NodeRef> ix = idxs;
-      std::vector<Value *> acc = rowLoops(rs, ix, {vb.reduceInit(x->op, rdt).v}, [&](const std::vector<Value *> &cur) {
+      std::vector<Value *> init{vb.reduceInit(x->op, rdt).v};
+      if (withMoments) momentsStart(init, 1, false);
+      std::vector<Value *> acc = rowLoops(rs, ix, init, [&](const std::vector<Value *> &cur) {
         if (!rowScratch.empty()) setRowIndex();
         note("accumulate");
-        return std::vector<Value *>{accumulate(alu, eval(src, ix, nullptr), cur[0], rdt)};
+        std::vector<Value *> next = cur;
+        next[0] = accumulate(alu, eval(src, ix, nullptr), cur[0], rdt);
+        if (withMoments) scalarMoments(ix, cur, 1, next);
+        return next;
       });
+      if (withMoments) momentsEnd(acc, 1);
       endPass();
       rowValues[x] = Val{acc[0], rdt};
     }
     std::vector<NodeRef> ix = idxs;
+    bool vecOut = !topReduce && vectorPass(&top);
     if (topReduce) note("final pass: {} over the row", opName(topReduce->op));
-    else note("output pass");
+    else note("output pass{}", vecOut && pass == 1 ? ", prefetching the next row" : "");
     TraceIndent inPass(trace);
     if (topReduce) {
       // the final pass accumulates the kernel's reduce over the row (a scalar loop)
@@ -309,7 +443,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         return std::vector<Value *>{accumulate(alu, eval(finalRoot, ix, nullptr), cur[0], rdt)};
       });
       acc = next[0];
-    } else if (vectorPass(&top)) {
+    } else if (vecOut) {
       // row values are splat, scratch arrays read a vector at a time
       lanes = k.rowLanes;
       bool prefetch = pass == 1;

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 
 using namespace lazyjit;
 using lazyjit::testing::KernelRun;
@@ -61,4 +62,103 @@ TEST_CASE("Row kernels: vector and scalar lowerings agree on AVX-512 and AVX2 ta
       }
     }
   }
+}
+
+namespace {
+
+// layernorm of each row in double precision: the closed form the kernels approximate
+std::vector<double> layernormExact(const std::vector<float> &x, int64_t rows, int64_t cols, double eps) {
+  std::vector<double> out(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
+    mean /= static_cast<double>(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      double d = x[static_cast<size_t>(r * cols + c)] - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(cols);
+    for (int64_t c = 0; c < cols; ++c)
+      out[static_cast<size_t>(r * cols + c)] = (x[static_cast<size_t>(r * cols + c)] - mean) / std::sqrt(var + eps);
+  }
+  return out;
+}
+
+// rows a one-pass variance gets wrong when it sums squares or shifts by an unlucky element
+std::vector<float> hardRows(int64_t cols) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x;
+  for (int r = 0; r < 6; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = u(rng);
+      if (r == 1) v += 1e4f;                  // a large mean: sum(x^2) - n mean^2 cancels
+      if (r == 2 && c == 0) v = 1e3f;         // an outlier first element (the shift of shifted sums)
+      if (r == 3) v = 3.0f;                   // no variance
+      if (r == 4) v *= 1e3f;                  // a wide spread
+      if (r == 5 && c == cols - 1) v = -5e3f; // an outlier last element (in the scalar tail)
+      x.push_back(v);
+    }
+  return x;
+}
+
+} // namespace
+
+TEST_CASE("Row kernels: layernorm's variance comes from the first pass's moments, as exact as three kernels") {
+  for (int64_t cols : {int64_t(4096), int64_t(1000), int64_t(48)}) {
+    CAPTURE(cols);
+    std::vector<float> x = hardRows(cols);
+    int64_t rows = static_cast<int64_t>(x.size()) / cols;
+    std::vector<double> exact = layernormExact(x, rows, cols, 1e-5);
+    auto run = [&](int opt) {
+      Config c = config();
+      c.opt = opt;
+      ScopedConfig scope(c);
+      return Tensor::fromVector(x, {rows, cols}).layernorm().toVector<float>();
+    };
+    {
+      // the kernel folds the variance's pass into the mean's: 2 passes over each row, not 3
+      Config c = config();
+      c.opt = 5;
+      ScopedConfig scope(c);
+      KernelOpRef ast = lastKernel(Tensor::fromVector(x, {rows, cols}).layernorm());
+      Kernel k = buildKernel(ast, TargetSpec::host(), CompileOptions{});
+      REQUIRE(k.rowKernel);
+      REQUIRE(k.rowMoments.size() == 1);
+      CHECK(k.rowMoments[0].reduce->op == Op::Sum);
+      CHECK(k.rowMoments[0].center->op == Op::Expand);
+    }
+    std::vector<float> fused = run(5), kernels = run(2);
+    REQUIRE(fused.size() == exact.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      CAPTURE(r);
+      double errFused = 0, errKernels = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        size_t i = static_cast<size_t>(r * cols + c);
+        errFused = std::max(errFused, std::fabs(fused[i] - exact[i]));
+        errKernels = std::max(errKernels, std::fabs(kernels[i] - exact[i]));
+      }
+      // no worse than the reference's three kernels (two-pass variance) on the same rows
+      CHECK(errFused <= std::max(2 * errKernels, 1e-5));
+      // a row without variance: only the mean's rounding (1/cols inexact) shows, as in three kernels
+      if (r == 3) CHECK(errFused <= errKernels);
+    }
+  }
+}
+
+TEST_CASE("Row kernels: a variance folded into the mean's pass over two row axes") {
+  // layernorm over two axes: vector passes over the last, a loop over the first
+  // (test/lit/CodeGen/row-moments-scalar.ast: the moments kept by a scalar pass)
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> x(3 * 5 * 64);
+  for (float &v : x) v = u(rng);
+  Tensor y = Tensor::fromVector(x, {3, 5, 64}).layernorm({-2, -1});
+  REQUIRE(buildKernel(lastKernel(y), TargetSpec::host(), CompileOptions{}).rowMoments.size() == 1);
+  std::vector<float> got = y.toVector<float>();
+  std::vector<double> exact = layernormExact(x, 3, 5 * 64, 1e-5);
+  for (size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(got[i] - exact[i]) <= 2e-5 * std::max(1.0, std::fabs(exact[i])));
 }

@@ -1,0 +1,71 @@
+// The CPU heuristics of row kernels (OPT=5): vector stores of the output pass, streaming stores,
+// scratch arrays, and the reduces folded into the row's first pass (Kernel::rowMoments).
+#include "Heuristics.h"
+#include "HeuristicsCPU.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
+
+#include <algorithm>
+
+namespace lazyjit {
+
+using cpu_heuristics::allFloat;
+using cpu_heuristics::kStreamingStoreBytes;
+using cpu_heuristics::outputBytes;
+
+namespace {
+
+// Whether a reduce or an EXPAND (a row value) is at or below `x`.
+bool readsRowValue(const KernelOp &x) {
+  bool found = false;
+  walkOps(x, [&](const KernelOp &) { return !found; },
+          [&](const KernelOp &y) { found = found || isReduceOp(y.op) || y.op == Op::Expand; });
+  return found;
+}
+
+bool isFloat(const std::optional<DType> &dt) { return dt && (*dt == dtypes::float32 || *dt == dtypes::float64); }
+
+// The row reduces that are sums of squared deviations `(e - m)^2` from a row value `m` computed
+// from an earlier reduce, with `e` reading no row value: the first pass over the row (an earlier
+// reduce's) computes them from `e`'s running moments. Written by the tensor API as
+// `y = x - x.mean(); (y * y).mean()` (layernorm, batchnorm over a row, var/std): `y * y` is one
+// MUL of one node, the kernel IR being hash-consed.
+void chooseRowMoments(Kernel &k) {
+  std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*k.ast);
+  for (const KernelOp *x : k.ast->uniqueOps()) {
+    if (x->op != Op::Sum || !inRows.count(x) || !isFloat(x->kernelDType())) continue;
+    const KernelOp &sq = *x->src[0];
+    if (sq.op != Op::Mul || sq.src[0] != sq.src[1] || sq.src[0]->op != Op::Sub) continue;
+    const KernelOp &d = *sq.src[0];
+    int m = d.src[0]->op == Op::Expand ? 0 : d.src[1]->op == Op::Expand ? 1 : -1;
+    if (m < 0) continue;
+    const KernelOp &e = *d.src[1 - m], &mean = *d.src[m];
+    // `m` comes from an earlier reduce (whose pass takes the moments), `e` from no row value
+    bool earlierReduce = false;
+    walkOps(mean, [&](const KernelOp &) { return !earlierReduce; },
+            [&](const KernelOp &y) { earlierReduce = earlierReduce || isReduceOp(y.op); });
+    if (!earlierReduce || readsRowValue(e) || !isFloat(e.kernelDType())) continue;
+    k.rowMoments.push_back({x, &e, &mean});
+  }
+}
+
+} // namespace
+
+void applyCPURowHeuristics(Kernel &k) {
+  k.rowScratch = true;
+  // the output pass stores whole vectors of the last row axis: a cache line each, written past the
+  // caches when the output is large (it is not read again by this kernel; the row's inputs are)
+  DType out = k.bufs[0]->bufferDType();
+  if (!(out == dtypes::float32 || out == dtypes::float64) || !allFloat(k)) return;
+  const SInt &last = k.fullShape().back();
+  int64_t lanes = std::min<int64_t>(k.opts.vectorBits / 8, 64) / out.itemsize();
+  if (static_cast<int>(k.shapeLen()) <= k.rowStart || !last.isInt() || last.asInt() < lanes) return;
+  // a single row axis may end in a scalar tail; the last of several must be whole vectors
+  bool whole = last.asInt() % lanes == 0;
+  if (!whole && static_cast<int>(k.shapeLen()) - k.rowStart != 1) return;
+  k.rowLanes = lanes;
+  k.streamingStores = whole && lanes * out.itemsize() == 64 && outputBytes(k) >= kStreamingStoreBytes;
+  // (in vectors only: a scalar pass would pay a division per element for the pass it saves)
+  chooseRowMoments(k);
+}
+
+} // namespace lazyjit
