@@ -24,15 +24,19 @@ bool readsRowValue(const KernelOp &x) {
 
 bool isFloat(const std::optional<DType> &dt) { return dt && (*dt == dtypes::float32 || *dt == dtypes::float64); }
 
-// The row reduces that are sums of squared deviations `(e - m)^2` from a row value `m` computed
-// from an earlier reduce, with `e` reading no row value: the first pass over the row (an earlier
-// reduce's) computes them from `e`'s running moments. Written by the tensor API as
-// `y = x - x.mean(); (y * y).mean()` (layernorm, batchnorm over a row, var/std): `y * y` is one
-// MUL of one node, the kernel IR being hash-consed.
+// The reduces over the row that are sums of squared deviations `(e - m)^2` from a row value `m`
+// computed from an earlier reduce, with `e` reading no row value: the first pass over the row (an
+// earlier reduce's) computes them from `e`'s running moments. Written by the tensor API as
+// `y = x - x.mean(); (y * y).mean()` (layernorm's variance, a row value; var and std, the
+// kernel's own reduce): `y * y` is one MUL of one node, the kernel IR being hash-consed.
 void chooseRowMoments(Kernel &k) {
+  // (the values are shifted by the row's first: every row has one)
+  for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a)
+    if (!k.fullShape()[a].isInt() || k.fullShape()[a].asInt() < 1) return;
   std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*k.ast);
   for (const KernelOp *x : k.ast->uniqueOps()) {
-    if (x->op != Op::Sum || !inRows.count(x) || !isFloat(x->kernelDType())) continue;
+    // (a row reduce, or the kernel's own reduce over the rows: var and std)
+    if (x->op != Op::Sum || !(inRows.count(x) || x == k.reduceop) || !isFloat(x->kernelDType())) continue;
     const KernelOp &sq = *x->src[0];
     if (sq.op != Op::Mul || sq.src[0] != sq.src[1] || sq.src[0]->op != Op::Sub) continue;
     const KernelOp &d = *sq.src[0];

@@ -146,6 +146,53 @@ TEST_CASE("Row kernels: layernorm's variance comes from the first pass's moments
   }
 }
 
+TEST_CASE("Row kernels: var and std read each row once, as exact as two kernels") {
+  for (int64_t cols : {int64_t(4096), int64_t(1000)}) {
+    CAPTURE(cols);
+    std::vector<float> x = hardRows(cols);
+    int64_t rows = static_cast<int64_t>(x.size()) / cols;
+    std::vector<double> var(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, ss = 0;
+      for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
+      mean /= static_cast<double>(cols);
+      for (int64_t c = 0; c < cols; ++c) ss += std::pow(x[static_cast<size_t>(r * cols + c)] - mean, 2);
+      var[static_cast<size_t>(r)] = ss / static_cast<double>(cols - 1);
+    }
+    for (bool isStd : {false, true}) {
+      CAPTURE(isStd);
+      auto build = [&] {
+        Tensor t = Tensor::fromVector(x, {rows, cols});
+        return isStd ? t.std(std::vector<int64_t>{-1}) : t.var(std::vector<int64_t>{-1});
+      };
+      auto run = [&](int opt) {
+        Config c = config();
+        c.opt = opt;
+        ScopedConfig scope(c);
+        return build().toVector<float>();
+      };
+      {
+        Config c = config();
+        c.opt = 5;
+        ScopedConfig scope(c);
+        KernelOpRef ast = lastKernel(build());
+        Kernel k = buildKernel(ast, TargetSpec::host(), CompileOptions{});
+        REQUIRE(k.rowKernel);
+        REQUIRE(k.rowMoments.size() == 1);
+        CHECK(k.rowMoments[0].reduce == k.reduceop); // the kernel's own reduce: no final pass
+      }
+      std::vector<float> fused = run(5), kernels = run(2);
+      REQUIRE(fused.size() == var.size());
+      for (size_t r = 0; r < var.size(); ++r) {
+        CAPTURE(r);
+        double want = isStd ? std::sqrt(var[r]) : var[r];
+        double errFused = std::fabs(fused[r] - want), errKernels = std::fabs(kernels[r] - want);
+        CHECK(errFused <= std::max(2 * errKernels, 1e-6 * std::max(1.0, want)));
+      }
+    }
+  }
+}
+
 TEST_CASE("Row kernels: a variance folded into the mean's pass over two row axes") {
   // layernorm over two axes: vector passes over the last, a loop over the first
   // (test/lit/CodeGen/row-moments-scalar.ast: the moments kept by a scalar pass)
