@@ -51,7 +51,7 @@ private:
   void planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes);
   /// Kernel::rowMoments: one Welford step of `value` (scalars or lane vectors, of the reduce's
   /// dtype) into its running `mean` and `m2`, `inv` being 1 / (the count including this element).
-  void welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv, DType dt);
+  void welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv);
   void prefetchNextRow(const std::vector<NodeRef> &vix);
   /// The loops over the global axes [0, count), the first over the launcher's chunk [start, stop)
   /// (with no global axis, `body` runs once for the range [0, 1)), `body` inside.

@@ -139,11 +139,18 @@ void CPULowerer::prefetchNextRow(const std::vector<NodeRef> &vix) {
   }
 }
 
-void CPULowerer::welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv, DType dt) {
-  Val delta = vb.alu(Op::Sub, {Val{value, dt}, Val{mean, dt}}, dt);
-  mean = vb.alu(Op::Add, {Val{mean, dt}, vb.alu(Op::Mul, {delta, Val{inv, dt}}, dt)}, dt).v;
-  Val after = vb.alu(Op::Sub, {Val{value, dt}, Val{mean, dt}}, dt);
-  m2 = vb.alu(Op::Add, {Val{m2, dt}, vb.alu(Op::Mul, {delta, after}, dt)}, dt).v;
+void CPULowerer::welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv) {
+  // delta = v - mean; mean += delta / n; m2 += delta * (v - mean') = delta^2 * (1 - 1/n)
+  // (3 multiply-adds and a subtraction; fmuladd lets the backend fuse them). Without reassoc: it
+  // would fold the shift's subtraction, `(x - s) - mean`, into `x - (s + mean)` (a row of 1e4 +
+  // U(-1, 1) then lost 2 digits of its variance)
+  IRBuilderBase::FastMathFlagGuard strict(b);
+  b.setFastMathFlags(FastMathFlags());
+  Type *t = value->getType();
+  Value *delta = b.CreateFSub(value, mean);
+  mean = b.CreateIntrinsic(Intrinsic::fmuladd, {t}, {delta, inv, mean});
+  Value *keep = b.CreateFSub(ConstantFP::get(t, 1.0), inv);
+  m2 = b.CreateIntrinsic(Intrinsic::fmuladd, {t}, {b.CreateFMul(delta, keep), delta, m2});
 }
 
 void CPULowerer::emitRowBody(Value *start, Value *end) {
@@ -264,13 +271,18 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   // number of elements they cover (of the reduce's dtype), carried by the first pass after its
   // own accumulators. The values are shifted by the row's first one: Welford's running mean then
   // stays near 0, where its rounding is small against the spread (unshifted, the variance of a row
-  // of 1e4 + U(-1, 1) was off by 3.5e-5 relative, the two-pass variance's by 5e-8; shifted 1.4e-7).
+  // of 1e4 + U(-1, 1) was off by 3.5e-5 relative, the two-pass variance's by 5e-8; shifted 2e-7).
   struct Moments {
     Value *mean, *m2, *count, *shift;
   };
   std::unordered_map<const KernelOp *, Moments> moments;
   size_t nm = k.rowMoments.size();
   std::vector<Value *> shifts(nm);
+  auto shifted = [&](Value *x, Value *shift) { // (without reassoc: welfordStep)
+    IRBuilderBase::FastMathFlagGuard strict(b);
+    b.setFastMathFlags(FastMathFlags());
+    return b.CreateFSub(x, shift);
+  };
   // one scalar Welford step of every folded reduce's value at `ix`; cur/next hold [mean, m2]
   // per folded reduce from `at`, then the count
   auto scalarMoments = [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur, size_t at,
@@ -283,8 +295,8 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     for (size_t j = 0; j < nm; ++j) {
       DType rdt = dtypeOf(*k.rowMoments[j].reduce);
       Value *mean = cur[at + 2 * j], *m2 = cur[at + 2 * j + 1];
-      Value *v = b.CreateFSub(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), rdt, false).v, shifts[j]);
-      welfordStep(v, mean, m2, vb.convert(Val{inv, cdt}, rdt, false).v, rdt);
+      Value *v = shifted(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), rdt, false).v, shifts[j]);
+      welfordStep(v, mean, m2, vb.convert(Val{inv, cdt}, rdt, false).v);
       next[at + 2 * j] = mean;
       next[at + 2 * j + 1] = m2;
     }
@@ -318,7 +330,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     DType rdt = dtypeOf(x);
     const Moments &mo = moments.at(&x);
     Value *c = vb.convert(*rowValue(*folded.at(&x)->center), rdt, false).v;
-    Value *d = b.CreateFSub(mo.mean, b.CreateFSub(c, mo.shift)); // (the mean is of the shifted values)
+    Value *d = b.CreateFSub(mo.mean, shifted(c, mo.shift)); // (the mean is of the shifted values)
     Value *r = b.CreateFAdd(mo.m2, b.CreateFMul(mo.count, b.CreateFMul(d, d)));
     return Val{b.CreateSelect(b.CreateFCmpOGT(mo.count, vb.constant(0.0, rdt).v), r, vb.constant(0.0, rdt).v), rdt};
   };
@@ -377,8 +389,8 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
             DType mdt = dtypeOf(*k.rowMoments[j].reduce);
             size_t at = U + 2 * j * U + su;
             Value *mean = cur[at], *m2 = cur[at + U];
-            Value *v = b.CreateFSub(vb.convert(eval(*k.rowMoments[j].value, vix, nullptr, lanes), mdt, false).v, splat(shifts[j]));
-            welfordStep(v, mean, m2, splat(vb.convert(Val{inv, dtypeOf(*k.rowMoments[0].reduce)}, mdt, false).v), mdt);
+            Value *v = shifted(vb.convert(eval(*k.rowMoments[j].value, vix, nullptr, lanes), mdt, false).v, splat(shifts[j]));
+            welfordStep(v, mean, m2, splat(vb.convert(Val{inv, dtypeOf(*k.rowMoments[0].reduce)}, mdt, false).v));
             next[at] = mean;
             next[at + U] = m2;
           }
