@@ -116,6 +116,9 @@ GPULaunch gpuLaunch(const Kernel &k) {
       auto ops = k.ast->uniqueOps();
       if (std::any_of(ops.begin(), ops.end(), [](const KernelOp *x) { return isReduceOp(x->op); }))
         l.sharedBytes = l.threads * kRowSharedSlotBytes;
+      // Kernel::rowMoments: the threads' means, M2s and counts (LowerNVPTXRow.cpp blockMoments)
+      if (!k.rowMoments.empty())
+        l.sharedBytes += 3 * l.threads * 8;
     }
     return l;
   }

@@ -14,6 +14,9 @@ inline constexpr int64_t kMaxStackScratchBytes = 256 * 1024;
 void applyCPUHeuristics(Kernel &k);
 /// CPU row kernels (OPT=5): vector stores of the output pass, streaming when the output is large.
 void applyCPURowHeuristics(Kernel &k);
+/// Row kernels, both targets: the sums of squared deviations the row's first pass computes from
+/// its moments (Kernel::rowMoments; HeuristicsRow.cpp).
+void chooseRowMoments(Kernel &k);
 /// GPU row kernels (OPT=5): the threads of the block each row runs on.
 void applyGPURowHeuristics(Kernel &k);
 /// GPU: global/local sizes, grouped reductions through shared memory, upcasts.

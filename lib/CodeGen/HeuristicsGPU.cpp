@@ -237,6 +237,7 @@ void applyGPURowHeuristics(Kernel &k) {
   int64_t elems = rowElements(k), t = 1;
   while (t < kRowThreads && t < elems) t *= 2;
   k.rowThreads = t;
+  chooseRowMoments(k);
 }
 
 void applyGPUHeuristics(Kernel &k) {

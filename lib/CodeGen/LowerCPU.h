@@ -33,6 +33,10 @@ private:
 /// `avx512`: the target has AVX-512F (2^k is applied with vscalefps).
 llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x, bool avx512);
 
+/// The nodes a pass over a row kernel's row evaluates per element: its tree down to the leaves and
+/// the row values (reduces and EXPANDs, computed before the pass) (LowerCPURowPlan.cpp).
+std::vector<const KernelOp *> rowPassNodes(const KernelOp *root);
+
 /// Lowers one Kernel for a CPU target (lowerKernelCPU); see LowerCPU.cpp for the IR it emits.
 class CPULowerer : public KernelEmitter {
 public:
@@ -49,9 +53,6 @@ private:
   /// Chooses the values several passes of a row kernel read and gives each a scratch array.
   /// `passes`: the roots each pass over the row evaluates per element.
   void planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes);
-  /// Kernel::rowMoments: one Welford step of `value` (scalars or lane vectors, of the reduce's
-  /// dtype) into its running `mean` and `m2`, `inv` being 1 / (the count including this element).
-  void welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv);
   void prefetchNextRow(const std::vector<NodeRef> &vix);
   /// The loops over the global axes [0, count), the first over the launcher's chunk [start, stop)
   /// (with no global axis, `body` runs once for the range [0, 1)), `body` inside.

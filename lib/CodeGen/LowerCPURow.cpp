@@ -8,8 +8,11 @@
 //     ...
 //     for j in row axes: out[o, j] = top(o, j, e0, e1, ...)
 //
-// The first pass reads the row from memory, the others from the cache. Each loop is a plain
-// scalar loop with fast-math reductions, which LLVM's loop vectorizer widens (libmvec for exp2/log2).
+// The first pass reads the row from memory, the others from the cache. Passes run in vectors of the
+// last row axis (Kernel::rowLanes) with independent partial results, else as scalar loops the loop
+// vectorizer widens. A reduce of squared deviations from an earlier row value has no loop: the
+// first pass keeps Welford moments of its value (Kernel::rowMoments). Scratch arrays and the
+// prefetch of the next row: LowerCPURowPlan.cpp.
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "Heuristics.h"
 #include "LowerCPU.h"
@@ -22,136 +25,6 @@
 namespace lazyjit {
 
 using namespace llvm;
-
-namespace {
-
-// The nodes each pass over the row evaluates per element: its tree down to the leaves and the row
-// values (reduces and EXPANDs, computed before the pass).
-// Whether a pass evaluates a node's operands: not below a row value (a reduce or an EXPAND, computed
-// before the pass). (The leaves of a pass, LOADs and CONSTs, have none.)
-bool passDescends(const KernelOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; }
-
-std::vector<const KernelOp *> passNodes(const KernelOp *root) {
-  std::vector<const KernelOp *> out, stack{root};
-  std::unordered_set<const KernelOp *> seen{root};
-  while (!stack.empty()) {
-    const KernelOp *op = stack.back();
-    stack.pop_back();
-    out.push_back(op);
-    if (!passDescends(*op)) continue;
-    for (const auto &s : op->src)
-      if (seen.insert(s.get()).second) stack.push_back(s.get());
-  }
-  return out;
-}
-
-bool transcendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op::Sin; }
-
-} // namespace
-
-void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes) {
-  // an element-wise node read by two or more passes that computes a transcendental function is
-  // worth an L1-resident array per row (softmax's exp: computed by the sum's pass, read by the
-  // output's); its operands are then not evaluated again, so only the outermost such node is kept
-  if (!k.rowScratch) return;
-  const Shape &full = k.fullShape();
-  int64_t rowElems = 1;
-  for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {
-    if (!full[a].isInt()) return;
-    rowElems *= full[a].asInt();
-  }
-  std::unordered_map<const KernelOp *, int> uses;
-  std::unordered_map<const KernelOp *, bool> costly;
-  for (const auto &roots : passes) {
-    std::unordered_set<const KernelOp *> inPass;
-    for (const KernelOp *r : roots)
-      for (const KernelOp *x : passNodes(r))
-        if (inPass.insert(x).second) ++uses[x];
-  }
-  // whether a transcendental function is computed at or below a node, within its pass
-  auto isCostly = [&](const KernelOp *root) {
-    walkOps(*root, [&](const KernelOp &x) { return passDescends(x) && !costly.count(&x); }, [&](const KernelOp &x) {
-      if (costly.count(&x)) return;
-      bool c = transcendental(x.op);
-      if (passDescends(x))
-        for (const auto &s : x.src) c = costly.at(s.get()) || c;
-      costly.emplace(&x, c);
-    });
-    return costly.at(root);
-  };
-  std::vector<const KernelOp *> chosen;
-  for (const auto &[x, n] : uses)
-    if (n >= 2 && !isBufferOp(x->op) && !isReduceOp(x->op) && x->op != Op::Expand && isCostly(x) &&
-        dtypeOf(*x).isFloating())
-      chosen.push_back(x);
-  // drop the nodes inside another chosen node (passNodes(x) but x, for every x, each node's
-  // operands walked once: a node met again had its own inside walked already)
-  std::unordered_set<const KernelOp *> inner, walked;
-  std::vector<const KernelOp *> stack;
-  auto below = [&](const KernelOp *y) {
-    if (passDescends(*y))
-      for (const auto &s : y->src) stack.push_back(s.get());
-  };
-  for (const KernelOp *x : chosen) {
-    if (!walked.insert(x).second) continue;
-    below(x);
-    while (!stack.empty()) {
-      const KernelOp *y = stack.back();
-      stack.pop_back();
-      inner.insert(y);
-      if (walked.insert(y).second) below(y);
-    }
-  }
-  int64_t bytes = 0;
-  IRBuilderBase::InsertPointGuard guard(b);
-  b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-  for (const KernelOp *x : chosen) {
-    if (inner.count(x)) continue;
-    Type *t = vb.regType(dtypeOf(*x));
-    int64_t size = rowElems * static_cast<int64_t>(m.getDataLayout().getTypeAllocSize(t));
-    if (bytes + size > kMaxStackScratchBytes) continue;
-    bytes += size;
-    AllocaInst *a = b.CreateAlloca(ArrayType::get(t, static_cast<uint64_t>(rowElems)), nullptr, "row.scratch");
-    a->setAlignment(Align(64));
-    rowScratch.emplace(x, RowScratch{a, t});
-  }
-}
-
-// While the output pass writes this row, the next row's inputs are fetched: the first pass of the
-// next row then reads them from the cache instead of waiting on memory. One prefetch per vector of
-// each input that is contiguous along the row (a cache line for 16 floats); an address past the
-// last row is harmless, a prefetch never faults.
-void CPULowerer::prefetchNextRow(const std::vector<NodeRef> &vix) {
-  if (k.rowStart == 0) return;
-  std::vector<NodeRef> next = vix;
-  int outer = k.rowStart - 1;
-  next[outer] = sumNodes({vix[outer], numNode(1)});
-  for (size_t bi = 1; bi < k.bufs.size(); ++bi) {
-    const KernelOp *x = k.bufs[bi];
-    if (x->op != Op::Load) continue;
-    NodeRef base;
-    if (!contiguousInVidx(access(bi, vix).idx, &base)) continue;
-    NodeRef nextBase;
-    if (!contiguousInVidx(access(bi, next).idx, &nextBase)) continue;
-    Type *et = vb.regType(x->memBuffer().dtype);
-    Value *p = b.CreateGEP(et, bufPtrs.at(x->memBuffer().idx), asI64(render(*nextBase)));
-    b.CreateIntrinsic(Intrinsic::prefetch, {p->getType()}, {p, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
-  }
-}
-
-void CPULowerer::welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv) {
-  // delta = v - mean; mean += delta / n; m2 += delta * (v - mean') = delta^2 * (1 - 1/n)
-  // (3 multiply-adds and a subtraction; fmuladd lets the backend fuse them). Without reassoc: it
-  // would fold the shift's subtraction, `(x - s) - mean`, into `x - (s + mean)` (a row of 1e4 +
-  // U(-1, 1) then lost 2 digits of its variance)
-  IRBuilderBase::FastMathFlagGuard strict(b);
-  b.setFastMathFlags(FastMathFlags());
-  Type *t = value->getType();
-  Value *delta = b.CreateFSub(value, mean);
-  mean = b.CreateIntrinsic(Intrinsic::fmuladd, {t}, {delta, inv, mean});
-  Value *keep = b.CreateFSub(ConstantFP::get(t, 1.0), inv);
-  m2 = b.CreateIntrinsic(Intrinsic::fmuladd, {t}, {b.CreateFMul(delta, keep), delta, m2});
-}
 
 void CPULowerer::emitRowBody(Value *start, Value *end) {
   const Shape &full = k.fullShape();
@@ -259,7 +132,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   };
   auto vectorPass = [&](const KernelOp *root) {
     if (k.rowLanes == 0 || (tailStart != last && rs != n - 1) || tailStart == 0) return false;
-    std::vector<const KernelOp *> ops = passNodes(root);
+    std::vector<const KernelOp *> ops = rowPassNodes(root);
     std::erase_if(ops, [](const KernelOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
     lanes = k.rowLanes;
     bool ok = lanesSupported(ops);
@@ -278,11 +151,6 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   std::unordered_map<const KernelOp *, Moments> moments;
   size_t nm = k.rowMoments.size();
   std::vector<Value *> shifts(nm);
-  auto shifted = [&](Value *x, Value *shift) { // (without reassoc: welfordStep)
-    IRBuilderBase::FastMathFlagGuard strict(b);
-    b.setFastMathFlags(FastMathFlags());
-    return b.CreateFSub(x, shift);
-  };
   // one scalar Welford step of every folded reduce's value at `ix`; cur/next hold [mean, m2]
   // per folded reduce from `at`, then the count
   auto scalarMoments = [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur, size_t at,
@@ -295,7 +163,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     for (size_t j = 0; j < nm; ++j) {
       DType rdt = dtypeOf(*k.rowMoments[j].reduce);
       Value *mean = cur[at + 2 * j], *m2 = cur[at + 2 * j + 1];
-      Value *v = shifted(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), rdt, false).v, shifts[j]);
+      Value *v = shiftedValue(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), rdt, false).v, shifts[j]);
       welfordStep(v, mean, m2, vb.convert(Val{inv, cdt}, rdt, false).v);
       next[at + 2 * j] = mean;
       next[at + 2 * j + 1] = m2;
@@ -324,15 +192,12 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       moments[k.rowMoments[j].reduce] = Moments{carried[at + 2 * j], carried[at + 2 * j + 1], carried[at + 2 * nm], shifts[j]};
   };
 
-  // a folded reduce over this row: sum((value - center)^2) = M2 + N * (mean - center)^2 (0 over
-  // an empty row)
+  // a folded reduce over this row, from the first pass's moments
   auto fromMoments = [&](const KernelOp &x) {
-    DType rdt = dtypeOf(x);
     const Moments &mo = moments.at(&x);
-    Value *c = vb.convert(*rowValue(*folded.at(&x)->center), rdt, false).v;
-    Value *d = b.CreateFSub(mo.mean, shifted(c, mo.shift)); // (the mean is of the shifted values)
-    Value *r = b.CreateFAdd(mo.m2, b.CreateFMul(mo.count, b.CreateFMul(d, d)));
-    return Val{b.CreateSelect(b.CreateFCmpOGT(mo.count, vb.constant(0.0, rdt).v), r, vb.constant(0.0, rdt).v), rdt};
+    DType dt = dtypeOf(x);
+    Value *count = vb.convert(Val{mo.count, dtypeOf(*k.rowMoments[0].reduce)}, dt, false).v;
+    return squaredDeviations(mo.mean, mo.m2, count, mo.shift, *rowValue(*folded.at(&x)->center), dt);
   };
 
   std::function<Value *(Value *)> row = [&](Value *acc) -> Value * {
@@ -389,7 +254,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
             DType mdt = dtypeOf(*k.rowMoments[j].reduce);
             size_t at = U + 2 * j * U + su;
             Value *mean = cur[at], *m2 = cur[at + U];
-            Value *v = shifted(vb.convert(eval(*k.rowMoments[j].value, vix, nullptr, lanes), mdt, false).v, splat(shifts[j]));
+            Value *v = shiftedValue(vb.convert(eval(*k.rowMoments[j].value, vix, nullptr, lanes), mdt, false).v, splat(shifts[j]));
             welfordStep(v, mean, m2, splat(vb.convert(Val{inv, dtypeOf(*k.rowMoments[0].reduce)}, mdt, false).v));
             next[at] = mean;
             next[at + U] = m2;

@@ -178,6 +178,15 @@ protected:
   RowScratch *scratchOf(const KernelOp &op);
   Value *scratchAddress(const RowScratch &sc, int64_t lanes, llvm::Type *&t, llvm::Align &align);
   Value *rowIndex = nullptr;
+  /// Kernel::rowMoments (both targets): `x - shift`, the value a Welford step takes, without
+  /// reassoc (which would fold `(x - s) - mean` into `x - (s + mean)` and undo the shift).
+  Value *shiftedValue(Value *x, Value *shift);
+  /// One Welford step of `value` (scalars or lane vectors) into its running `mean` and `m2`, `inv`
+  /// being 1 / (the count including this element).
+  void welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv);
+  /// sum((value - center)^2) over the values whose shifted moments are (mean, m2, count):
+  /// M2 + N * (mean - (center - shift))^2, an identity for any center; 0 when count is 0.
+  Val squaredDeviations(Value *mean, Value *m2, Value *count, Value *shift, const Val &center, DType dt);
   /// Emits `for iv in [lo, hi)` (iv of lo's type) carrying `carried`; `body` returns their next values. Loads cached
   /// inside the body do not leak out of it.
   std::vector<Value *> loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,

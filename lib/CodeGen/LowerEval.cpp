@@ -59,6 +59,33 @@ std::vector<const KernelOp *> KernelEmitter::rowNodes() {
   return order;
 }
 
+Value *KernelEmitter::shiftedValue(Value *x, Value *shift) {
+  llvm::IRBuilderBase::FastMathFlagGuard strict(b);
+  b.setFastMathFlags(llvm::FastMathFlags());
+  return b.CreateFSub(x, shift);
+}
+
+void KernelEmitter::welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv) {
+  // delta = v - mean; mean += delta / n; m2 += delta * (v - mean') = delta^2 * (1 - 1/n), in 3
+  // multiply-adds and a subtraction (fmuladd lets the backend fuse them), without reassoc
+  // (shiftedValue; with it a row of 1e4 + U(-1, 1) lost 2 digits of its variance)
+  llvm::IRBuilderBase::FastMathFlagGuard strict(b);
+  b.setFastMathFlags(llvm::FastMathFlags());
+  llvm::Type *t = value->getType();
+  Value *delta = b.CreateFSub(value, mean);
+  mean = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {delta, inv, mean});
+  Value *keep = b.CreateFSub(llvm::ConstantFP::get(t, 1.0), inv);
+  m2 = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {b.CreateFMul(delta, keep), delta, m2});
+}
+
+Val KernelEmitter::squaredDeviations(Value *mean, Value *m2, Value *count, Value *shift, const Val &center, DType dt) {
+  Value *c = vb.convert(center, dt, false).v;
+  Value *d = b.CreateFSub(mean, shiftedValue(c, shift)); // (the mean is of the shifted values)
+  Value *r = b.CreateFAdd(m2, b.CreateFMul(count, b.CreateFMul(d, d)));
+  Value *zero = vb.constant(0.0, dt).v;
+  return Val{b.CreateSelect(b.CreateFCmpOGT(count, zero), r, zero), dt};
+}
+
 const Val *KernelEmitter::rowValue(const KernelOp &op) const {
   auto v = rowValues.find(&op);
   return v == rowValues.end() ? nullptr : &v->second;

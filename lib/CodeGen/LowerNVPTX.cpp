@@ -345,8 +345,9 @@ Function *NVPTXLowerer::lower(const std::string &sym) {
 void NVPTXLowerer::erase() {
   if (fn) fn->eraseFromParent();
   if (shared) shared->eraseFromParent();
+  if (sharedMoments) sharedMoments->eraseFromParent();
   fn = nullptr;
-  shared = nullptr;
+  shared = sharedMoments = nullptr;
 }
 
 namespace {

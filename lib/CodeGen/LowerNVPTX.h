@@ -49,6 +49,13 @@ private:
   void emitRowBody();
   std::vector<Value *> rowPass(const std::vector<Value *> &carried, const RowBody &body);
   Value *blockReduce(Op alu, DType rdt, Value *partial);
+  /// Kernel::rowMoments: combines the threads' Welford moments of one value (each of `dt`) into
+  /// the row's, the same in every thread.
+  struct RowMoments {
+    Value *mean, *m2, *count;
+  };
+  RowMoments blockMoments(RowMoments part, DType dt);
+  llvm::GlobalVariable *sharedMoments = nullptr;
   void barrier() { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
 };
 

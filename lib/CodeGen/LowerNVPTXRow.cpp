@@ -92,6 +92,63 @@ Value *NVPTXLowerer::blockReduce(Op alu, DType rdt, Value *partial) {
   return r;
 }
 
+// Combines the threads' moments of one value through a shared array of 3 x threads slots (means,
+// M2s, counts): each of log2(threads) steps merges the upper half's into the lower's by Chan's
+// formula, which takes unequal counts (a row that does not divide among the threads; a thread past
+// its end has none), with a barrier after each; every thread reads the result.
+NVPTXLowerer::RowMoments NVPTXLowerer::blockMoments(RowMoments part, DType dt) {
+  if (rowThreads <= 1) return part;
+  note("combine the threads' moments through shared memory (Chan's formula)");
+  Type *t = vb.regType(dt);
+  if (!sharedMoments) {
+    // (8-byte slots: one array serves every folded reduce, of float32 or float64)
+    auto *arrTy = ArrayType::get(b.getInt64Ty(), static_cast<uint64_t>(3 * rowThreads));
+    sharedMoments = new GlobalVariable(m, arrTy, false, GlobalValue::InternalLinkage, UndefValue::get(arrTy),
+                                       symbol + "_moments", nullptr, GlobalValue::NotThreadLocal, kNVPTXSharedAS);
+    sharedMoments->setAlignment(Align(16));
+  }
+  Align align(t->getPrimitiveSizeInBits() / 8);
+  auto slot = [&](int64_t part, Value *i) {
+    return b.CreateInBoundsGEP(t, sharedMoments, b.CreateAdd(i, idxConst(part * rowThreads)));
+  };
+  auto put = [&](const RowMoments &v, Value *i) {
+    b.CreateAlignedStore(v.mean, slot(0, i), align);
+    b.CreateAlignedStore(v.m2, slot(1, i), align);
+    b.CreateAlignedStore(v.count, slot(2, i), align);
+  };
+  auto get = [&](Value *i) {
+    return RowMoments{b.CreateAlignedLoad(t, slot(0, i), align), b.CreateAlignedLoad(t, slot(1, i), align),
+                      b.CreateAlignedLoad(t, slot(2, i), align)};
+  };
+  Value *tid = varValues.at("lidx");
+  put(part, tid);
+  barrier();
+  for (int64_t s = rowThreads / 2; s >= 1; s /= 2) {
+    BasicBlock *merge = BasicBlock::Create(ctx, "moments.merge", fn), *next = BasicBlock::Create(ctx, "moments.next", fn);
+    b.CreateCondBr(b.CreateICmpULT(tid, idxConst(s)), merge, next);
+    b.SetInsertPoint(merge);
+    {
+      // n = na + nb; delta = mb - ma; mean = ma + delta * nb/n; M2 = M2a + M2b + delta^2 * na * nb/n
+      IRBuilderBase::FastMathFlagGuard strict(b);
+      b.setFastMathFlags(FastMathFlags());
+      RowMoments x = get(tid), y = get(b.CreateAdd(tid, idxConst(s)));
+      Value *n = b.CreateFAdd(x.count, y.count), *zero = ConstantFP::get(t, 0.0);
+      Value *f = b.CreateSelect(b.CreateFCmpOGT(n, zero), b.CreateFDiv(y.count, n), zero);
+      Value *delta = b.CreateFSub(y.mean, x.mean);
+      Value *mean = b.CreateIntrinsic(Intrinsic::fmuladd, {t}, {delta, f, x.mean});
+      Value *m2 = b.CreateIntrinsic(Intrinsic::fmuladd, {t},
+                                    {b.CreateFMul(delta, delta), b.CreateFMul(x.count, f), b.CreateFAdd(x.m2, y.m2)});
+      put(RowMoments{mean, m2, n}, tid);
+    }
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    barrier();
+  }
+  RowMoments r = get(idxConst(0));
+  barrier();
+  return r;
+}
+
 // A row kernel: per block, each reduce of the row in order (a pass of every thread, then the tree),
 // each EXPAND's row value (its tree at the row's first element, in every thread), then the output
 // pass. A kernel with a reduce outside its EXPANDs runs a block per output element: loops over the
@@ -115,33 +172,101 @@ void NVPTXLowerer::emitRowBody() {
   const KernelOp *topReduce = k.reduceop;
   int fr = topReduce ? k.firstReduce() : rs;
 
+  // Kernel::rowMoments: the reduces the first pass computes from moments it keeps of their values
+  // (each thread a Welford step per element, shifted by the row's first value), by reduce
+  std::unordered_map<const KernelOp *, const Kernel::RowMoments *> folded;
+  for (const auto &mo : k.rowMoments) folded.emplace(mo.reduce, &mo);
+  struct Moments {
+    RowMoments row;
+    Value *shift;
+  };
+  std::unordered_map<const KernelOp *, Moments> moments;
+  auto fromMoments = [&](const KernelOp &x) {
+    const Moments &mo = moments.at(&x);
+    return squaredDeviations(mo.row.mean, mo.row.m2, mo.row.count, mo.shift, *rowValue(*folded.at(&x)->center), dtypeOf(x));
+  };
+
   // a pass of every thread accumulating `reduce`'s source over its elements from `acc`: the
-  // thread's partial result
-  auto reducePass = [&](const KernelOp &reduce, Value *acc) {
+  // thread's partial result; `withMoments`: also the moments of the folded reduces' values
+  auto reducePass = [&](const KernelOp &reduce, Value *acc, bool withMoments) {
     DType rdt = dtypeOf(reduce);
     Op alu = reduce.op == Op::Sum ? Op::Add : Op::Max;
     TraceIndent inPass(trace);
-    return rowPass({acc}, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
+    size_t nm = withMoments ? k.rowMoments.size() : 0;
+    std::vector<Value *> init{acc}, shifts;
+    DType cdt = nm ? dtypeOf(*k.rowMoments[0].reduce) : rdt; // (the count's)
+    if (nm) {
+      // [acc, (mean, m2) per folded reduce, count], each moment of its reduce's dtype
+      note("and the running mean and squared deviations of {} value{} (Welford), shifted by the row's first", nm,
+           nm == 1 ? "" : "s");
+      std::vector<NodeRef> atRowStart = idxs;
+      for (size_t a = static_cast<size_t>(rs); a < atRowStart.size(); ++a) atRowStart[a] = numNode(0);
+      for (const auto &mo : k.rowMoments) {
+        DType dt = dtypeOf(*mo.reduce);
+        shifts.push_back(vb.convert(eval(*mo.value, atRowStart, nullptr), dt, false).v);
+        init.insert(init.end(), 2, vb.constant(0.0, dt).v);
+      }
+      init.push_back(vb.constant(0.0, cdt).v);
+    }
+    std::vector<Value *> out = rowPass(init, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
       note("accumulate");
-      return std::vector<Value *>{accumulate(alu, eval(*reduce.src[0], ix, nullptr), cur[0], rdt)};
-    })[0];
+      std::vector<Value *> next = cur;
+      next[0] = accumulate(alu, eval(*reduce.src[0], ix, nullptr), cur[0], rdt);
+      if (!nm) return next;
+      note("Welford step{}", nm == 1 ? "" : "s");
+      Value *count = b.CreateFAdd(cur.back(), vb.constant(1.0, cdt).v);
+      next.back() = count;
+      Value *inv = b.CreateFDiv(vb.constant(1.0, cdt).v, count);
+      for (size_t j = 0; j < nm; ++j) {
+        DType dt = dtypeOf(*k.rowMoments[j].reduce);
+        Value *mean = cur[1 + 2 * j], *m2 = cur[2 + 2 * j];
+        welfordStep(shiftedValue(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), dt, false).v, shifts[j]), mean,
+                    m2, vb.convert(Val{inv, cdt}, dt, false).v);
+        next[1 + 2 * j] = mean;
+        next[2 + 2 * j] = m2;
+      }
+      return next;
+    });
+    for (size_t j = 0; j < nm; ++j) {
+      DType dt = dtypeOf(*k.rowMoments[j].reduce);
+      RowMoments part{out[1 + 2 * j], out[2 + 2 * j], vb.convert(Val{out.back(), cdt}, dt, false).v};
+      moments[k.rowMoments[j].reduce] = Moments{blockMoments(part, dt), shifts[j]};
+    }
+    return out[0];
   };
   auto row = [&](Value *acc) -> Value * {
     rowValues.clear();
+    moments.clear();
+    bool first = true;
     for (const KernelOp *x : order) {
       if (x->op == Op::Expand) {
         note("row value (EXPAND): once per row, in every thread");
         setRowValue(*x, idxs);
         continue;
       }
+      if (folded.count(x)) {
+        note("row value ({} of squared deviations): from the first pass's moments", opName(x->op));
+        rowValues[x] = fromMoments(*x);
+        continue;
+      }
       DType rdt = dtypeOf(*x);
       note("pass: {} over the row", opName(x->op));
-      Value *part = reducePass(*x, vb.reduceInit(x->op, rdt).v);
+      Value *part = reducePass(*x, vb.reduceInit(x->op, rdt).v, first);
+      first = false;
       rowValues[x] = Val{blockReduce(x->op == Op::Sum ? Op::Add : Op::Max, rdt, part), rdt};
+    }
+    if (topReduce && folded.count(topReduce)) {
+      // every thread has the row's value: thread 0's partial takes it, the tree adds the partials
+      note("final reduce ({} of squared deviations): from the first pass's moments, in thread 0's partial",
+           opName(topReduce->op));
+      DType rdt = dtypeOf(*topReduce);
+      Val v = fromMoments(*topReduce);
+      Value *mine = b.CreateSelect(b.CreateICmpEQ(varValues.at("lidx"), idxConst(0)), v.v, vb.constant(0.0, rdt).v);
+      return accumulate(Op::Add, Val{mine, rdt}, acc, rdt);
     }
     if (topReduce) {
       note("final pass: {} over the row", opName(topReduce->op));
-      return reducePass(*topReduce, acc);
+      return reducePass(*topReduce, acc, false);
     }
     note("output pass");
     TraceIndent inPass(trace);

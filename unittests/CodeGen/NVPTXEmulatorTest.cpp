@@ -2,13 +2,19 @@
 // differential programs and the GPU-scale programs of the CUDA device tests, built on "NVEMU"
 // (GPU heuristics, NVPTX lowering, CUDA launch mapping) and compared with the interpreter. This is
 // how the GPU backend's numerics are checked on machines without a GPU.
+#include "HardRows.h"
 #include "KernelTestUtil.h"
 #include "NVPTXEmulator.h"
 #include "Runtime/GPUPrograms.h"
 #include "Runtime/RandomPrograms.h"
 #include "lazyjit/Support/Config.h"
 
+#include "lazyjit/CodeGen/Compiler.h"
+#include "lazyjit/Tensor/Tensor.h"
+
 #include <doctest/doctest.h>
+
+#include <cmath>
 
 using namespace lazyjit;
 
@@ -113,5 +119,44 @@ TEST_CASE("NVPTX emulator: a reduce of rows runs a block per output element wher
     CAPTURE(rc.name);
     CHECK(gpuprograms::kernelCount(rc.build("NVEMUR")) < gpuprograms::kernelCount(rc.build("NVEMU")));
     gpuprograms::checkAgainstInterpreter("NVEMUR", rc);
+  }
+}
+
+TEST_CASE("NVPTX emulator: layernorm and var at OPT=5 keep Welford moments per thread, as exact as the interpreter") {
+  // a block per row: each thread's Welford moments of its elements (uneven counts when the row does
+  // not divide among the threads), merged by Chan's formula through shared memory; on rows built to
+  // break one-pass formulas (HardRows.h), against the closed form in double precision
+  testing::registerNVPTXEmulator();
+  testing::AtOpt opt5(5);
+  for (int64_t cols : {int64_t(1000), int64_t(37)}) {
+    CAPTURE(cols);
+    std::vector<float> x = testing::hardRows(cols);
+    int64_t rows = static_cast<int64_t>(x.size()) / cols;
+    std::vector<double> ln = testing::layernormExact(x, rows, cols, 1e-5), var = testing::varianceExact(x, rows, cols);
+    auto on = [&](const std::string &dev) { return Tensor::fromVector(x, {rows, cols}, dev); };
+    {
+      Kernel k = buildKernel(testing::lastKernel(on("NVEMU").layernorm()), TargetSpec::nvptx("sm_90", 2), CompileOptions{});
+      REQUIRE(k.rowMoments.size() == 1);
+    }
+    std::vector<float> gpu = on("NVEMU").layernorm().template toVector<float>(), ref = on("INTERP").layernorm().toVector<float>();
+    std::vector<float> gpuVar = on("NVEMU").var(std::vector<int64_t>{-1}).toVector<float>();
+    std::vector<float> refVar = on("INTERP").var(std::vector<int64_t>{-1}).toVector<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      CAPTURE(r);
+      // differences within the row, (x_j - x_0) * rstd: the variance's error, without the mean's
+      // rounding (the same offset in every element, which the tree's and the interpreter's sums
+      // round differently: 1.5e-3 and 1.7e-4 on the row of 1e4 + U(-1, 1))
+      double errGpu = 0, errRef = 0;
+      size_t r0 = static_cast<size_t>(r * cols);
+      for (int64_t c = 0; c < cols; ++c) {
+        size_t i = r0 + static_cast<size_t>(c);
+        errGpu = std::max(errGpu, std::fabs((gpu[i] - gpu[r0]) - (ln[i] - ln[r0])));
+        errRef = std::max(errRef, std::fabs((ref[i] - ref[r0]) - (ln[i] - ln[r0])));
+      }
+      CHECK(errGpu <= std::max(2 * errRef, 1e-5));
+      double v = var[static_cast<size_t>(r)];
+      CHECK(std::fabs(gpuVar[static_cast<size_t>(r)] - v) <=
+            std::max(2 * std::fabs(refVar[static_cast<size_t>(r)] - v), 1e-6 * std::max(1.0, v)));
+    }
   }
 }

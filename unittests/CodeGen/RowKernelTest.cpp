@@ -2,6 +2,7 @@
 // the scalar tails and both inline exp2 forms (vscalefps on AVX-512, the two-factor scaling on
 // AVX2) against the plain scalar passes of NOOPT, inside their buffers (KernelRunner's guards).
 #include "KernelRunner.h"
+#include "HardRows.h"
 #include "KernelTestUtil.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Tensor/Tensor.h"
@@ -64,52 +65,13 @@ TEST_CASE("Row kernels: vector and scalar lowerings agree on AVX-512 and AVX2 ta
   }
 }
 
-namespace {
-
-// layernorm of each row in double precision: the closed form the kernels approximate
-std::vector<double> layernormExact(const std::vector<float> &x, int64_t rows, int64_t cols, double eps) {
-  std::vector<double> out(x.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
-    mean /= static_cast<double>(cols);
-    for (int64_t c = 0; c < cols; ++c) {
-      double d = x[static_cast<size_t>(r * cols + c)] - mean;
-      var += d * d;
-    }
-    var /= static_cast<double>(cols);
-    for (int64_t c = 0; c < cols; ++c)
-      out[static_cast<size_t>(r * cols + c)] = (x[static_cast<size_t>(r * cols + c)] - mean) / std::sqrt(var + eps);
-  }
-  return out;
-}
-
-// rows a one-pass variance gets wrong when it sums squares or shifts by an unlucky element
-std::vector<float> hardRows(int64_t cols) {
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x;
-  for (int r = 0; r < 6; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      float v = u(rng);
-      if (r == 1) v += 1e4f;                  // a large mean: sum(x^2) - n mean^2 cancels
-      if (r == 2 && c == 0) v = 1e3f;         // an outlier first element (the shift of shifted sums)
-      if (r == 3) v = 3.0f;                   // no variance
-      if (r == 4) v *= 1e3f;                  // a wide spread
-      if (r == 5 && c == cols - 1) v = -5e3f; // an outlier last element (in the scalar tail)
-      x.push_back(v);
-    }
-  return x;
-}
-
-} // namespace
 
 TEST_CASE("Row kernels: layernorm's variance comes from the first pass's moments, as exact as three kernels") {
   for (int64_t cols : {int64_t(4096), int64_t(1000), int64_t(48)}) {
     CAPTURE(cols);
-    std::vector<float> x = hardRows(cols);
+    std::vector<float> x = testing::hardRows(cols);
     int64_t rows = static_cast<int64_t>(x.size()) / cols;
-    std::vector<double> exact = layernormExact(x, rows, cols, 1e-5);
+    std::vector<double> exact = testing::layernormExact(x, rows, cols, 1e-5);
     auto run = [&](int opt) {
       Config c = config();
       c.opt = opt;
@@ -149,16 +111,9 @@ TEST_CASE("Row kernels: layernorm's variance comes from the first pass's moments
 TEST_CASE("Row kernels: var and std read each row once, as exact as two kernels") {
   for (int64_t cols : {int64_t(4096), int64_t(1000)}) {
     CAPTURE(cols);
-    std::vector<float> x = hardRows(cols);
+    std::vector<float> x = testing::hardRows(cols);
     int64_t rows = static_cast<int64_t>(x.size()) / cols;
-    std::vector<double> var(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      double mean = 0, ss = 0;
-      for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
-      mean /= static_cast<double>(cols);
-      for (int64_t c = 0; c < cols; ++c) ss += std::pow(x[static_cast<size_t>(r * cols + c)] - mean, 2);
-      var[static_cast<size_t>(r)] = ss / static_cast<double>(cols - 1);
-    }
+    std::vector<double> var = testing::varianceExact(x, rows, cols);
     for (bool isStd : {false, true}) {
       CAPTURE(isStd);
       auto build = [&] {
@@ -206,6 +161,6 @@ TEST_CASE("Row kernels: a variance folded into the mean's pass over two row axes
   Tensor y = Tensor::fromVector(x, {3, 5, 64}).layernorm({-2, -1});
   REQUIRE(buildKernel(lastKernel(y), TargetSpec::host(), CompileOptions{}).rowMoments.size() == 1);
   std::vector<float> got = y.toVector<float>();
-  std::vector<double> exact = layernormExact(x, 3, 5 * 64, 1e-5);
+  std::vector<double> exact = testing::layernormExact(x, 3, 5 * 64, 1e-5);
   for (size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(got[i] - exact[i]) <= 2e-5 * std::max(1.0, std::fabs(exact[i])));
 }

@@ -1,5 +1,6 @@
-// The CPU heuristics of row kernels (OPT=5): vector stores of the output pass, streaming stores,
-// scratch arrays, and the reduces folded into the row's first pass (Kernel::rowMoments).
+// Heuristics of row kernels (OPT=5): the reduces both targets fold into the row's first pass
+// (Kernel::rowMoments), and the CPU's vector stores of the output pass, streaming stores and
+// scratch arrays. (The GPU's block size: HeuristicsGPU.cpp.)
 #include "Heuristics.h"
 #include "HeuristicsCPU.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
@@ -23,6 +24,8 @@ bool readsRowValue(const KernelOp &x) {
 }
 
 bool isFloat(const std::optional<DType> &dt) { return dt && (*dt == dtypes::float32 || *dt == dtypes::float64); }
+
+} // namespace
 
 // The reduces over the row that are sums of squared deviations `(e - m)^2` from a row value `m`
 // computed from an earlier reduce, with `e` reading no row value: the first pass over the row (an
@@ -51,8 +54,6 @@ void chooseRowMoments(Kernel &k) {
     k.rowMoments.push_back({x, &e, &mean});
   }
 }
-
-} // namespace
 
 void applyCPURowHeuristics(Kernel &k) {
   k.rowScratch = true;
