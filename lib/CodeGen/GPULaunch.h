@@ -41,6 +41,9 @@ int64_t rowElements(const Kernel &k);
 /// The shared memory of a GPU row kernel: one array of `threads` 8-byte slots, which each reduce
 /// of the row uses in turn.
 inline constexpr int64_t kRowSharedSlotBytes = 8;
+/// A GPU row kernel's pass is unrolled, and the row kept in registers across passes, when every
+/// thread has the same number of elements and at most this many (LowerNVPTXRow.cpp rowPass).
+inline constexpr int64_t kRowRegisterSteps = 32;
 
 /// The launch mapping of a kernel built for an NVPTX target. Throws UnsupportedError if its block
 /// exceeds CUDA's limits (the heuristics never produce one; hand-applied opts can) or its grid

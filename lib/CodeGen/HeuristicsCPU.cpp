@@ -137,8 +137,6 @@ std::optional<size_t> findTileAxis(const Kernel &k, size_t vec) {
   return best;
 }
 
-// Element-wise outputs at least this large are written with streaming stores: they exceed what
-// the last-level cache of a core's share holds, so caching them only evicts the inputs, and
 int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
   for (int64_t o : options)
     if (o <= n && n % o == 0) return o;

@@ -18,9 +18,11 @@ bool allFloat(const Kernel &k);
 /// The output's size in bytes (0 when symbolic).
 int64_t outputBytes(const Kernel &k);
 
-/// Streaming stores save the read-for-ownership of every output line (20 -> 16 bytes per element
-/// of relu(a*b+c)). A fixed size rather than the host's cache size keeps the code a function of
-/// the AST and the target only (it is cached on disk).
+/// Element-wise outputs at least this large are written with streaming stores: they exceed what
+/// the last-level cache of a core's share holds, so caching them only evicts the inputs, and
+/// streaming saves the read-for-ownership of every output line (20 -> 16 bytes per element of
+/// relu(a*b+c)). A fixed size rather than the host's cache size keeps the code a function of the
+/// AST and the target only (it is cached on disk).
 constexpr int64_t kStreamingStoreBytes = int64_t(16) << 20;
 
 /// Whether neither the index nor the validity of buffer `buf` moves along `axis`.

@@ -237,7 +237,10 @@ void applyGPURowHeuristics(Kernel &k) {
   int64_t elems = rowElements(k), t = 1;
   while (t < kRowThreads && t < elems) t *= 2;
   k.rowThreads = t;
-  chooseRowMoments(k);
+  // moments only where each pass re-reads the row from memory: a row held in registers (every
+  // thread the same steps, at most kRowRegisterSteps: LowerNVPTXRow.cpp rowPass) keeps its
+  // variance pass, which reads no memory there, rather than pay a division per element for it
+  if (elems % t != 0 || elems / t > kRowRegisterSteps) chooseRowMoments(k);
 }
 
 void applyGPUHeuristics(Kernel &k) {

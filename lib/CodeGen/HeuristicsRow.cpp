@@ -33,9 +33,14 @@ bool isFloat(const std::optional<DType> &dt) { return dt && (*dt == dtypes::floa
 // `y = x - x.mean(); (y * y).mean()` (layernorm's variance, a row value; var and std, the
 // kernel's own reduce): `y * y` is one MUL of one node, the kernel IR being hash-consed.
 void chooseRowMoments(Kernel &k) {
-  // (the values are shifted by the row's first: every row has one)
-  for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a)
+  // (the values are shifted by the row's first: every row has one; the count of elements is kept
+  // in the reduces' dtype, exact below 2^24 in float32)
+  int64_t elems = 1;
+  for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {
     if (!k.fullShape()[a].isInt() || k.fullShape()[a].asInt() < 1) return;
+    elems *= k.fullShape()[a].asInt();
+  }
+  if (elems >= (int64_t(1) << 24)) return;
   std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*k.ast);
   for (const KernelOp *x : k.ast->uniqueOps()) {
     // (a row reduce, or the kernel's own reduce over the rows: var and std)
@@ -51,6 +56,8 @@ void chooseRowMoments(Kernel &k) {
     walkOps(mean, [&](const KernelOp &) { return !earlierReduce; },
             [&](const KernelOp &y) { earlierReduce = earlierReduce || isReduceOp(y.op); });
     if (!earlierReduce || readsRowValue(e) || !isFloat(e.kernelDType())) continue;
+    // one count for every folded reduce: of one dtype
+    if (!k.rowMoments.empty() && !(*k.rowMoments[0].reduce->kernelDType() == *x->kernelDType())) continue;
     k.rowMoments.push_back({x, &e, &mean});
   }
 }

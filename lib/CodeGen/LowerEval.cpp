@@ -66,8 +66,8 @@ Value *KernelEmitter::shiftedValue(Value *x, Value *shift) {
 }
 
 void KernelEmitter::welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv) {
-  // delta = v - mean; mean += delta / n; m2 += delta * (v - mean') = delta^2 * (1 - 1/n), in 3
-  // multiply-adds and a subtraction (fmuladd lets the backend fuse them), without reassoc
+  // delta = v - mean; mean += delta / n; m2 += delta * (v - mean') = delta^2 * (1 - 1/n): two
+  // multiply-adds (fmuladd lets the backend fuse them), a multiply and a subtraction, without reassoc
   // (shiftedValue; with it a row of 1e4 + U(-1, 1) lost 2 digits of its variance)
   llvm::IRBuilderBase::FastMathFlagGuard strict(b);
   b.setFastMathFlags(llvm::FastMathFlags());
@@ -80,6 +80,10 @@ void KernelEmitter::welfordStep(Value *value, Value *&mean, Value *&m2, Value *i
 
 Val KernelEmitter::squaredDeviations(Value *mean, Value *m2, Value *count, Value *shift, const Val &center, DType dt) {
   Value *c = vb.convert(center, dt, false).v;
+  // (all without reassoc or nsz: InstCombine would turn mean - (c - s) into mean + (s - c) with
+  // the outer flags, and reassociation could then form (mean + s) - c)
+  IRBuilderBase::FastMathFlagGuard strict(b);
+  b.setFastMathFlags(FastMathFlags());
   Value *d = b.CreateFSub(mean, shiftedValue(c, shift)); // (the mean is of the shifted values)
   Value *r = b.CreateFAdd(m2, b.CreateFMul(count, b.CreateFMul(d, d)));
   Value *zero = vb.constant(0.0, dt).v;

@@ -13,7 +13,6 @@ using namespace llvm;
 // are unrolled: their loads are then cached for the whole kernel, so the row is read from memory
 // once and the later passes find it in registers.
 std::vector<Value *> NVPTXLowerer::rowPass(const std::vector<Value *> &carried, const RowBody &body) {
-  constexpr int64_t kRowRegisterSteps = 32;
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
   int64_t elems = rowElements(k), steps = std::max<int64_t>(1, (elems + rowThreads - 1) / rowThreads);

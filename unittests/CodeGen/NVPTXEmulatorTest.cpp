@@ -128,18 +128,26 @@ TEST_CASE("NVPTX emulator: layernorm and var at OPT=5 keep Welford moments per t
   // break one-pass formulas (HardRows.h), against the closed form in double precision
   testing::registerNVPTXEmulator();
   testing::AtOpt opt5(5);
-  for (int64_t cols : {int64_t(1000), int64_t(37)}) {
+  // (1000 and 37: uneven rows, threads past the end with no element; 9216: 36 steps per thread,
+  // every thread the same, looped)
+  for (int64_t cols : {int64_t(1000), int64_t(37), int64_t(9216)}) {
     CAPTURE(cols);
     std::vector<float> x = testing::hardRows(cols);
     int64_t rows = static_cast<int64_t>(x.size()) / cols;
     std::vector<double> ln = testing::layernormExact(x, rows, cols, 1e-5), var = testing::varianceExact(x, rows, cols);
     auto on = [&](const std::string &dev) { return Tensor::fromVector(x, {rows, cols}, dev); };
     {
-      Kernel k = buildKernel(testing::lastKernel(on("NVEMU").layernorm()), TargetSpec::nvptx("sm_90", 2), CompileOptions{});
+      TargetSpec gpu = TargetSpec::nvptx("sm_90", 2);
+      Kernel k = buildKernel(testing::lastKernel(on("NVEMU").layernorm()), gpu, CompileOptions{});
       REQUIRE(k.rowMoments.size() == 1);
+      // (var is the kernel's own reduce over the row: a kernel where the device is scheduled as
+      // the CPU is, NVEMUR; CUDA's schedule keeps the mean's kernel apart)
+      Kernel kv = buildKernel(testing::lastKernel(on("NVEMUR").var(std::vector<int64_t>{-1})), gpu, CompileOptions{});
+      REQUIRE(kv.rowMoments.size() == 1);
+      CHECK(kv.rowMoments[0].reduce == kv.reduceop);
     }
     std::vector<float> gpu = on("NVEMU").layernorm().template toVector<float>(), ref = on("INTERP").layernorm().toVector<float>();
-    std::vector<float> gpuVar = on("NVEMU").var(std::vector<int64_t>{-1}).toVector<float>();
+    std::vector<float> gpuVar = on("NVEMUR").var(std::vector<int64_t>{-1}).toVector<float>();
     std::vector<float> refVar = on("INTERP").var(std::vector<int64_t>{-1}).toVector<float>();
     for (int64_t r = 0; r < rows; ++r) {
       CAPTURE(r);
@@ -159,4 +167,17 @@ TEST_CASE("NVPTX emulator: layernorm and var at OPT=5 keep Welford moments per t
             std::max(2 * std::fabs(refVar[static_cast<size_t>(r)] - v), 1e-6 * std::max(1.0, v)));
     }
   }
+}
+
+TEST_CASE("NVPTX emulator: a row held in registers keeps its variance pass") {
+  // 256 elements on 256 threads, one each: the passes are unrolled and read the row from
+  // registers, where a pass costs less than a division per element and a wider tree
+  testing::registerNVPTXEmulator();
+  testing::AtOpt opt5(5);
+  Tensor x = Tensor::fromVector(testing::hardRows(256), {6, 256}, std::string("NVEMU"));
+  Kernel k = buildKernel(testing::lastKernel(x.layernorm()), TargetSpec::nvptx("sm_90", 2), CompileOptions{});
+  CHECK(k.rowThreads == 256);
+  CHECK(k.rowMoments.empty());
+  Kernel cpu = buildKernel(testing::lastKernel(x.layernorm()), TargetSpec::host(), CompileOptions{});
+  CHECK(cpu.rowMoments.size() == 1); // (the CPU folds it)
 }

@@ -67,7 +67,8 @@ TEST_CASE("Row kernels: vector and scalar lowerings agree on AVX-512 and AVX2 ta
 
 
 TEST_CASE("Row kernels: layernorm's variance comes from the first pass's moments, as exact as three kernels") {
-  for (int64_t cols : {int64_t(4096), int64_t(1000), int64_t(48)}) {
+  // (1003: a scalar tail after the vector passes on AVX2 as on AVX-512 hosts)
+  for (int64_t cols : {int64_t(4096), int64_t(1000), int64_t(1003), int64_t(48)}) {
     CAPTURE(cols);
     std::vector<float> x = testing::hardRows(cols);
     int64_t rows = static_cast<int64_t>(x.size()) / cols;
@@ -109,7 +110,7 @@ TEST_CASE("Row kernels: layernorm's variance comes from the first pass's moments
 }
 
 TEST_CASE("Row kernels: var and std read each row once, as exact as two kernels") {
-  for (int64_t cols : {int64_t(4096), int64_t(1000)}) {
+  for (int64_t cols : {int64_t(4096), int64_t(1003)}) {
     CAPTURE(cols);
     std::vector<float> x = testing::hardRows(cols);
     int64_t rows = static_cast<int64_t>(x.size()) / cols;
@@ -163,4 +164,47 @@ TEST_CASE("Row kernels: a variance folded into the mean's pass over two row axes
   std::vector<float> got = y.toVector<float>();
   std::vector<double> exact = testing::layernormExact(x, 3, 5 * 64, 1e-5);
   for (size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(got[i] - exact[i]) <= 2e-5 * std::max(1.0, std::fabs(exact[i])));
+}
+
+TEST_CASE("Row kernels: two variances from one pass's moments, and a sum of squared deviations over all rows") {
+  // layernorm(x) + layernorm(2x) in one kernel: two folded reduces share the first pass (their
+  // moments at different offsets of the carried values, one count); and the squared deviations
+  // from each row's mean summed over every row: the kernel's own reduce, folded, accumulated
+  // across the rows by the loop over the reduced outer axis
+  Config c = config();
+  c.opt = 5;
+  ScopedConfig scope(c);
+  int64_t cols = 1003;
+  std::vector<float> x = testing::hardRows(cols), x2(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x2[i] = 2 * x[i];
+  int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  Tensor t = Tensor::fromVector(x, {rows, cols});
+  Tensor y = t.layernorm() + (t * 2).layernorm();
+  Tensor d = t - t.mean(std::vector<int64_t>{-1}, true);
+  Tensor s = (d * d).sum();
+  {
+    Kernel ky = buildKernel(testing::lastKernel(y), TargetSpec::host(), CompileOptions{});
+    REQUIRE(ky.rowMoments.size() == 2);
+    Kernel ks = buildKernel(testing::lastKernel(s), TargetSpec::host(), CompileOptions{});
+    REQUIRE(ks.rowMoments.size() == 1);
+    CHECK(ks.rowMoments[0].reduce == ks.reduceop);
+    CHECK(ks.firstReduce() < ks.rowStart); // (the rows are reduced too)
+  }
+  std::vector<double> a = testing::layernormExact(x, rows, cols, 1e-5), b = testing::layernormExact(x2, rows, cols, 1e-5);
+  std::vector<float> got = y.toVector<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    CAPTURE(r);
+    // differences within the row: the variances' error, without the means' rounding
+    size_t r0 = static_cast<size_t>(r * cols);
+    double err = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      size_t i = r0 + static_cast<size_t>(j);
+      err = std::max(err, std::fabs((got[i] - got[r0]) - (a[i] + b[i] - a[r0] - b[r0])));
+    }
+    CHECK(err <= 1e-4);
+  }
+  std::vector<double> var = testing::varianceExact(x, rows, cols);
+  double want = 0;
+  for (double v : var) want += v * static_cast<double>(cols - 1);
+  CHECK(std::fabs(s.item<float>() - want) <= 1e-6 * want);
 }

@@ -63,11 +63,12 @@ public:
   /// CPU row kernels: keep element-wise values that several passes read in a per-row scratch
   /// array instead of computing them in each pass. Chosen by the CPU heuristics.
   bool rowScratch = false;
-  /// CPU row kernels: a SUM over the row of `(value - center)^2`, where `center` is a row value (an
-  /// EXPAND of earlier reduces) and `value` reads no row value (layernorm's variance), is not a
-  /// pass of its own: the row's first pass also keeps `value`'s running mean and sum of squared
-  /// deviations M2 (Welford's update, per lane), and the reduce is `M2 + N * (mean - center)^2`,
-  /// an identity for any `center`. Chosen by the CPU heuristics.
+  /// Row kernels: a SUM over the row of `(value - center)^2`, where `center` is a row value (an
+  /// EXPAND of earlier reduces) and `value` reads no row value (layernorm's variance; var and std,
+  /// the kernel's own reduce), is not a pass of its own: the row's first pass also keeps `value`'s
+  /// running mean and sum of squared deviations M2 (Welford's update, per CPU lane or GPU thread),
+  /// and the reduce is `M2 + N * (mean - center)^2`, an identity for any `center`. Chosen by both
+  /// targets' row heuristics (HeuristicsRow.cpp).
   struct RowMoments {
     const KernelOp *reduce, *value, *center;
   };
