@@ -162,21 +162,28 @@ inline Tensor randomBinary(Rng &r, const Tensor &a, const Tensor &b, std::ostrin
 }
 
 // One row operation over the last axis (what OPT=5 fuses): a reduce with keepdim broadcast back
-// into element-wise work, softmax, log_softmax, layernorm; sometimes over the first axis instead.
+// into element-wise work, softmax, log_softmax, layernorm, std and var; sometimes over the first
+// axis instead.
 inline Tensor randomRowOp(Rng &r, const Tensor &t, std::ostringstream &log) {
   Tensor x = t.dtype().isBool() ? t.cast(dtypes::int32) : t;
   int64_t ax = r.chance(80) ? -1 : 0;
   std::vector<int64_t> axes{ax};
   bool fl = x.dtype().isFloating();
-  switch (r.range(0, 4)) {
+  switch (r.range(0, 5)) {
   case 0: log << ".rowmax(" << ax << ")"; return x - x.max(axes, true);
   case 1: log << ".rowsum(" << ax << ")"; return x * x.sum(axes, true);
   case 2: if (fl) { log << ".softmax(" << ax << ")"; return x.softmax(ax); }
     log << ".rowmax2(" << ax << ")"; return (x - x.max(axes, true)) * x.max(axes, true);
   case 3: if (fl) { log << ".log_softmax(" << ax << ")"; return x.logSoftmax(ax); }
     log << ".rowsum2(" << ax << ")"; return x + x.sum(axes, true) - x.max(axes, true);
-  default: if (fl) { log << ".layernorm(" << ax << ")"; return x.layernorm(axes); }
+  case 4: if (fl) { log << ".layernorm(" << ax << ")"; return x.layernorm(axes); }
     log << ".rowmax(" << ax << ")"; return x - x.max(axes, true);
+  default:
+    // the variance from the mean's pass (Kernel::rowMoments): a row value (x scaled by it), or
+    // the kernel's own reduce (var, then broadcast back)
+    if (!fl) { log << ".rowsum(" << ax << ")"; return x * x.sum(axes, true); }
+    if (r.chance(50)) { log << ".mulstd(" << ax << ")"; return x * x.std(axes, true); }
+    log << ".var(" << ax << ")"; return x.var(axes, true).expand(x.shape());
   }
 }
 
