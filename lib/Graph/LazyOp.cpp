@@ -162,25 +162,14 @@ std::vector<const LazyOp *> LazyOp::lazyops() const { return preorderOps(*this);
 std::vector<const LazyOp *> LazyOp::uniqueOps() const { return uniqueOpsOf(*this); }
 
 LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySrc> &mapping) const {
-  // Post-order with an explicit stack. A subtree none of whose leaves change is shared, not copied
-  // (scheduling a merged chain maps every constant, most of them to themselves); `mapped` holds
-  // each visited node's replacement, null when it is unchanged. The root is always rebuilt.
+  // Post-order without recursion (postorderOnce). A subtree none of whose leaves change is shared,
+  // not copied (scheduling a merged chain maps every constant, most of them to themselves);
+  // `mapped` holds each visited node's replacement, null when it is unchanged. The root is always
+  // rebuilt.
   std::unordered_map<const LazyOp *, LazyOpRef> mapped;
-  struct Frame {
-    const LazyOp *node;
-    size_t next;
-  };
-  std::vector<Frame> stack{{this, 0}};
   LazyOpRef root;
-  while (!stack.empty()) {
-    Frame &f = stack.back();
-    if (f.next < f.node->src.size()) {
-      const LazySrc &s = f.node->src[f.next++];
-      if (!s.isBuffer() && !mapped.count(s.op.get())) stack.push_back({s.op.get(), 0});
-      continue;
-    }
-    const LazyOp *node = f.node;
-    stack.pop_back();
+  postorderOnce(*this, [&](const LazyOp &x) { return mapped.count(&x) != 0; }, [&](const LazyOp &n) {
+    const LazyOp *node = &n;
     bool changed = false;
     std::vector<LazySrc> ns;
     ns.reserve(node->src.size());
@@ -200,7 +189,7 @@ LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySr
       root = make(op, std::move(ns), arg);
     else
       mapped.emplace(node, changed ? make(node->op, std::move(ns), node->arg) : nullptr);
-  }
+  });
   return root;
 }
 

@@ -1,6 +1,7 @@
 // The scheduler's last step for a kernel: the kernel IR of the fused lazy tree (the reference's
 // _replace_bufferops), its inputs and its variables.
 #include "KernelBuild.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
 
 #include <algorithm>
@@ -56,25 +57,12 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op) {
   // each distinct node of the lazy tree once, sources first, without recursion (a fused chain is as
   // deep as it is long)
   std::unordered_map<const LazyOp *, KernelOpRef> built;
-  struct Frame {
-    const LazyOp *node;
-    size_t next;
-  };
-  std::vector<Frame> stack{{root, 0}};
-  while (!stack.empty()) {
-    Frame &f = stack.back();
-    if (f.next < f.node->src.size()) {
-      const LazySrc &s = f.node->src[f.next++];
-      if (!s.isBuffer() && !built.count(s.op.get())) stack.push_back({s.op.get(), 0});
-      continue;
-    }
-    const LazyOp &x = *f.node;
-    stack.pop_back();
+  postorderOnce(*root, [&](const LazyOp &x) { return built.count(&x) != 0; }, [&](const LazyOp &x) {
     std::vector<KernelOpRef> src;
     src.reserve(x.src.size());
     for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : built.at(s.op.get()));
     built.emplace(&x, KernelOp::make(x.op, std::move(src), x.arg));
-  }
+  });
   return {built.at(root), std::move(in.bufs), std::move(vars)};
 }
 

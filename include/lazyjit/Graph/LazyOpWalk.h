@@ -42,6 +42,30 @@ void walkOps(const NodeT &root, Enter &&enter, Leave &&leave, bool reversed = fa
   }
 }
 
+/// Post-order over the op nodes under `root`, without recursion, for passes that rebuild a tree
+/// node by node: `done(op)` says whether `op` was left already (the caller's map of results is the
+/// walk's visited set, so the walk keeps no set of its own), and `leave(op)` runs once per node,
+/// after the nodes of its operands.
+template <typename NodeT, typename Done, typename Leave>
+void postorderOnce(const NodeT &root, Done &&done, Leave &&leave) {
+  struct Frame {
+    const NodeT *op;
+    size_t next;
+  };
+  std::vector<Frame> stack{{&root, 0}};
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    if (f.next < f.op->src.size()) {
+      const NodeT *x = srcOp(f.op->src[f.next++]);
+      if (x && !done(*x)) stack.push_back({x, 0}); // (f may dangle now)
+      continue;
+    }
+    const NodeT *op = f.op;
+    stack.pop_back();
+    leave(*op);
+  }
+}
+
 /// Every node under `root` in preorder, each occurrence (the reference's get_lazyops: a subtree
 /// shared n times appears n times), without recursion.
 template <typename NodeT> std::vector<const NodeT *> preorderOps(const NodeT &root) {
