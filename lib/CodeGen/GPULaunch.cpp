@@ -118,7 +118,7 @@ GPULaunch gpuLaunch(const Kernel &k) {
         l.sharedBytes = l.threads * kRowSharedSlotBytes;
       // Kernel::rowMoments: the threads' means, M2s and counts (LowerNVPTXRow.cpp blockMoments)
       if (!k.rowMoments.empty())
-        l.sharedBytes += 3 * l.threads * 8;
+        l.sharedBytes += 3 * l.threads * kRowSharedSlotBytes;
     }
     return l;
   }

@@ -39,7 +39,7 @@ inline constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 /// flattened and their elements dealt round-robin to the block's threads. This is their number.
 int64_t rowElements(const Kernel &k);
 /// The shared memory of a GPU row kernel: one array of `threads` 8-byte slots, which each reduce
-/// of the row uses in turn.
+/// of the row uses in turn (and one of 3 x `threads` for Kernel::rowMoments).
 inline constexpr int64_t kRowSharedSlotBytes = 8;
 /// A GPU row kernel's pass is unrolled, and the row kept in registers across passes, when every
 /// thread has the same number of elements and at most this many (LowerNVPTXRow.cpp rowPass).

@@ -3,7 +3,6 @@
 // scratch arrays. (The GPU's block size: HeuristicsGPU.cpp.)
 #include "Heuristics.h"
 #include "HeuristicsCPU.h"
-#include "lazyjit/Graph/LazyOpWalk.h"
 
 #include <algorithm>
 
@@ -15,12 +14,10 @@ using cpu_heuristics::outputBytes;
 
 namespace {
 
-// Whether a reduce or an EXPAND (a row value) is at or below `x`.
-bool readsRowValue(const KernelOp &x) {
-  bool found = false;
-  walkOps(x, [&](const KernelOp &) { return !found; },
-          [&](const KernelOp &y) { found = found || isReduceOp(y.op) || y.op == Op::Expand; });
-  return found;
+// Whether a node that `pred` holds for is at or below `x`.
+template <typename Pred> bool anyBelow(const KernelOp &x, Pred pred) {
+  auto ops = x.uniqueOps();
+  return std::any_of(ops.begin(), ops.end(), [&](const KernelOp *y) { return pred(*y); });
 }
 
 bool isFloat(const std::optional<DType> &dt) { return dt && (*dt == dtypes::float32 || *dt == dtypes::float64); }
@@ -51,11 +48,11 @@ void chooseRowMoments(Kernel &k) {
     int m = d.src[0]->op == Op::Expand ? 0 : d.src[1]->op == Op::Expand ? 1 : -1;
     if (m < 0) continue;
     const KernelOp &e = *d.src[1 - m], &mean = *d.src[m];
-    // `m` comes from an earlier reduce (whose pass takes the moments), `e` from no row value
-    bool earlierReduce = false;
-    walkOps(mean, [&](const KernelOp &) { return !earlierReduce; },
-            [&](const KernelOp &y) { earlierReduce = earlierReduce || isReduceOp(y.op); });
-    if (!earlierReduce || readsRowValue(e) || !isFloat(e.kernelDType())) continue;
+    // `m` comes from an earlier reduce (whose pass takes the moments), `e` from no row value (a
+    // reduce or an EXPAND)
+    bool earlierReduce = anyBelow(mean, [](const KernelOp &y) { return isReduceOp(y.op); });
+    bool readsRowValue = anyBelow(e, [](const KernelOp &y) { return isReduceOp(y.op) || y.op == Op::Expand; });
+    if (!earlierReduce || readsRowValue || !isFloat(e.kernelDType())) continue;
     // one count for every folded reduce: of one dtype
     if (!k.rowMoments.empty() && !(*k.rowMoments[0].reduce->kernelDType() == *x->kernelDType())) continue;
     k.rowMoments.push_back({x, &e, &mean});

@@ -386,6 +386,12 @@ void Kernel::handCodedOptimizations() {
     applyCPUHeuristics(*this);
 }
 
+const Kernel::RowMoments *Kernel::rowMomentsOf(const KernelOp *reduce) const {
+  for (const auto &mo : rowMoments)
+    if (mo.reduce == reduce) return &mo;
+  return nullptr;
+}
+
 size_t Kernel::bufIndex(const KernelOp *x) const {
   auto it = std::find(bufs.begin(), bufs.end(), x);
   LAZYJIT_INTERNAL_CHECK(it != bufs.end(), "kernel: {} is not one of its buffers", opName(x->op));

@@ -37,15 +37,13 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   int fr = topReduce ? k.firstReduce() : rs;
   const KernelOp &finalRoot = topReduce ? *topReduce->src[0] : top;
   // Kernel::rowMoments: reduces computed from the first pass's moments instead of a pass
-  std::unordered_map<const KernelOp *, const Kernel::RowMoments *> folded;
-  for (const auto &mo : k.rowMoments) folded.emplace(mo.reduce, &mo);
   {
     std::vector<std::vector<const KernelOp *>> passes;
     for (const KernelOp *x : order)
-      if (isReduceOp(x->op) && !folded.count(x)) passes.push_back({x->src[0].get()});
+      if (isReduceOp(x->op) && !k.rowMomentsOf(x)) passes.push_back({x->src[0].get()});
     if (!passes.empty())
       for (const auto &mo : k.rowMoments) passes[0].push_back(mo.value);
-    if (!folded.count(topReduce)) passes.push_back({&finalRoot});
+    if (!k.rowMomentsOf(topReduce)) passes.push_back({&finalRoot});
     planRowScratch(passes);
   }
   // the element's index within its row, for the scratch arrays
@@ -150,43 +148,15 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   };
   std::unordered_map<const KernelOp *, Moments> moments;
   size_t nm = k.rowMoments.size();
-  std::vector<Value *> shifts(nm);
-  // one scalar Welford step of every folded reduce's value at `ix`; cur/next hold [mean, m2]
-  // per folded reduce from `at`, then the count
-  auto scalarMoments = [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur, size_t at,
-                           std::vector<Value *> &next) {
-    if (nm == 0) return;
-    DType cdt = dtypeOf(*k.rowMoments[0].reduce);
-    Value *count = b.CreateFAdd(cur[at + 2 * nm], vb.constant(1.0, cdt).v);
-    Value *inv = b.CreateFDiv(vb.constant(1.0, cdt).v, count);
-    next[at + 2 * nm] = count;
-    for (size_t j = 0; j < nm; ++j) {
-      DType rdt = dtypeOf(*k.rowMoments[j].reduce);
-      Value *mean = cur[at + 2 * j], *m2 = cur[at + 2 * j + 1];
-      Value *v = shiftedValue(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), rdt, false).v, shifts[j]);
-      welfordStep(v, mean, m2, vb.convert(Val{inv, cdt}, rdt, false).v);
-      next[at + 2 * j] = mean;
-      next[at + 2 * j + 1] = m2;
-    }
+  std::vector<Value *> shifts;
+  // a scalar Welford step of every folded reduce's value at `ix`, into the moments carried after
+  // the pass's own accumulator
+  auto scalarMoments = [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur, std::vector<Value *> &next) {
+    Value *inv;
+    next.back() = countRowElement(cur.back(), inv);
+    rowMomentSteps(ix, shifts, inv, cur, 1, 1, 0, 0, next);
   };
-  // the carried values of the moments after a pass's own: per folded reduce `copies` means, then
-  // `copies` M2s (the vector pass's partial results: vectors; else scalars), then the count
-  auto momentsStart = [&](std::vector<Value *> &carried, size_t copies, bool vec) {
-    note("and the running mean and squared deviations of {} value{} (Welford){}, shifted by the row's first",
-         nm, nm == 1 ? "" : "s", vec ? ", per lane" : "");
-    std::vector<NodeRef> atRowStart = idxs;
-    for (size_t a = static_cast<size_t>(rs); a < atRowStart.size(); ++a) atRowStart[a] = numNode(0);
-    int64_t saved = lanes;
-    lanes = 0;
-    for (size_t j = 0; j < nm; ++j)
-      shifts[j] = vb.convert(eval(*k.rowMoments[j].value, atRowStart, nullptr), dtypeOf(*k.rowMoments[j].reduce), false).v;
-    lanes = saved;
-    for (const auto &mo : k.rowMoments) {
-      Value *zero = vb.constant(0.0, dtypeOf(*mo.reduce)).v;
-      carried.insert(carried.end(), 2 * copies, vec ? splat(zero) : zero);
-    }
-    carried.push_back(vb.constant(0.0, dtypeOf(*k.rowMoments[0].reduce)).v);
-  };
+  // the moments a pass carried from `at` (startRowMoments' layout, one copy) at its end
   auto momentsEnd = [&](const std::vector<Value *> &carried, size_t at) {
     for (size_t j = 0; j < nm; ++j)
       moments[k.rowMoments[j].reduce] = Moments{carried[at + 2 * j], carried[at + 2 * j + 1], carried[at + 2 * nm], shifts[j]};
@@ -197,7 +167,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     const Moments &mo = moments.at(&x);
     DType dt = dtypeOf(x);
     Value *count = vb.convert(Val{mo.count, dtypeOf(*k.rowMoments[0].reduce)}, dt, false).v;
-    return squaredDeviations(mo.mean, mo.m2, count, mo.shift, *rowValue(*folded.at(&x)->center), dt);
+    return squaredDeviations(mo.mean, mo.m2, count, mo.shift, *rowValue(*k.rowMomentsOf(&x)->center), dt);
   };
 
   std::function<Value *(Value *)> row = [&](Value *acc) -> Value * {
@@ -213,7 +183,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       DType rdt = dtypeOf(*x);
       Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
       const KernelOp &src = *x->src[0];
-      if (folded.count(x)) {
+      if (k.rowMomentsOf(x)) {
         note("row value ({} of squared deviations): from pass 1's moments", opName(x->op));
         rowValues[x] = fromMoments(*x);
         continue;
@@ -233,7 +203,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         size_t U = static_cast<size_t>(unroll);
         std::vector<Value *> init(U, splat(vb.reduceInit(x->op, rdt).v));
         note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
-        if (withMoments) momentsStart(init, U, true); // (the count: the elements each lane has seen)
+        if (withMoments) shifts = startRowMoments(idxs, init, U, lanes); // (the count: the elements each lane has seen)
         Value *inv = nullptr;
         std::vector<Value *> acc = vecPass(init, unroll, [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
           if (prefetch) prefetchNextRow(vix);
@@ -242,23 +212,10 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
           size_t su = static_cast<size_t>(u);
           next[su] = accumulate(alu, eval(src, vix, nullptr, lanes), cur[su], rdt);
           if (!withMoments) return next;
-          if (u == 0) {
-            // every lane of every partial result has seen as many elements
-            DType cdt = dtypeOf(*k.rowMoments[0].reduce);
-            Value *count = b.CreateFAdd(cur.back(), vb.constant(1.0, cdt).v);
-            next.back() = count;
-            inv = b.CreateFDiv(vb.constant(1.0, cdt).v, count);
-          }
+          // (every lane of every partial result has seen as many elements: one count)
+          if (u == 0) next.back() = countRowElement(cur.back(), inv);
           note("Welford step{}", nm == 1 ? "" : "s");
-          for (size_t j = 0; j < nm; ++j) {
-            DType mdt = dtypeOf(*k.rowMoments[j].reduce);
-            size_t at = U + 2 * j * U + su;
-            Value *mean = cur[at], *m2 = cur[at + U];
-            Value *v = shiftedValue(vb.convert(eval(*k.rowMoments[j].value, vix, nullptr, lanes), mdt, false).v, splat(shifts[j]));
-            welfordStep(v, mean, m2, splat(vb.convert(Val{inv, dtypeOf(*k.rowMoments[0].reduce)}, mdt, false).v));
-            next[at] = mean;
-            next[at + U] = m2;
-          }
+          rowMomentSteps(vix, shifts, inv, cur, U, U, su, lanes, next);
           return next;
         });
         Value *all = acc[0];
@@ -297,7 +254,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
           note("accumulate");
           std::vector<Value *> next = cur;
           next[0] = accumulate(alu, eval(src, ix, nullptr), cur[0], rdt);
-          if (withMoments) scalarMoments(ix, cur, 1, next);
+          if (withMoments) scalarMoments(ix, cur, next);
           return next;
         });
         if (withMoments) momentsEnd(done, 1);
@@ -307,13 +264,13 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       }
       std::vector<NodeRef> ix = idxs;
       std::vector<Value *> init{vb.reduceInit(x->op, rdt).v};
-      if (withMoments) momentsStart(init, 1, false);
+      if (withMoments) shifts = startRowMoments(idxs, init, 1, 0);
       std::vector<Value *> acc = rowLoops(rs, ix, init, [&](const std::vector<Value *> &cur) {
         if (!rowScratch.empty()) setRowIndex();
         note("accumulate");
         std::vector<Value *> next = cur;
         next[0] = accumulate(alu, eval(src, ix, nullptr), cur[0], rdt);
-        if (withMoments) scalarMoments(ix, cur, 1, next);
+        if (withMoments) scalarMoments(ix, cur, next);
         return next;
       });
       if (withMoments) momentsEnd(acc, 1);
@@ -321,7 +278,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       rowValues[x] = Val{acc[0], rdt};
     }
     std::vector<NodeRef> ix = idxs;
-    bool vecOut = !topReduce && vectorPass(&top), finalFolded = topReduce && folded.count(topReduce);
+    bool vecOut = !topReduce && vectorPass(&top), finalFolded = topReduce && k.rowMomentsOf(topReduce);
     if (finalFolded) note("final reduce ({} of squared deviations): from pass 1's moments", opName(topReduce->op));
     else if (topReduce) note("final pass: {} over the row", opName(topReduce->op));
     else note("output pass{}", vecOut && pass == 1 ? ", prefetching the next row" : "");

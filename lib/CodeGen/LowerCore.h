@@ -184,6 +184,22 @@ protected:
   /// One Welford step of `value` (scalars or lane vectors) into its running `mean` and `m2`, `inv`
   /// being 1 / (the count including this element).
   void welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv);
+  /// At the start of the pass that keeps the moments of every folded reduce's value: their shifts
+  /// (each value at the row's first element, `idxs` with the row axes at 0, in its reduce's dtype),
+  /// returned, and the carried values, appended to `carried`: per folded reduce `copies` means
+  /// then `copies` M2s (zeros; vectors on `lanes` > 0 lanes), then the count (scalar, in the
+  /// first folded reduce's dtype). Writes the pass's trace line.
+  std::vector<Value *> startRowMoments(const std::vector<NodeRef> &idxs, std::vector<Value *> &carried, size_t copies,
+                                       int64_t lanes);
+  /// The count of a pass's moments after one more element (or one more element per lane), and
+  /// `inv` = 1 / it.
+  Value *countRowElement(Value *count, Value *&inv);
+  /// A Welford step of every folded reduce's value at `ix` (on `lanes` lanes; 0: scalars) into
+  /// partial result `u` of the `copies` that `cur`/`next` hold from `at` (startRowMoments' layout),
+  /// `inv` from countRowElement.
+  void rowMomentSteps(const std::vector<NodeRef> &ix, const std::vector<Value *> &shifts, Value *inv,
+                      const std::vector<Value *> &cur, size_t at, size_t copies, size_t u, int64_t lanes,
+                      std::vector<Value *> &next);
   /// sum((value - center)^2) over the values whose shifted moments are (mean, m2, count):
   /// M2 + N * (mean - (center - shift))^2, an identity for any center; 0 when count is 0.
   Val squaredDeviations(Value *mean, Value *m2, Value *count, Value *shift, const Val &center, DType dt);

@@ -78,6 +78,47 @@ void KernelEmitter::welfordStep(Value *value, Value *&mean, Value *&m2, Value *i
   m2 = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {b.CreateFMul(delta, keep), delta, m2});
 }
 
+std::vector<Value *> KernelEmitter::startRowMoments(const std::vector<NodeRef> &idxs, std::vector<Value *> &carried,
+                                                   size_t copies, int64_t lanes) {
+  size_t nm = k.rowMoments.size();
+  note("and the running mean and squared deviations of {} value{} (Welford){}, shifted by the row's first", nm,
+       nm == 1 ? "" : "s", lanes ? ", per lane" : "");
+  std::vector<NodeRef> atRowStart = idxs;
+  for (size_t a = static_cast<size_t>(k.rowStart); a < atRowStart.size(); ++a) atRowStart[a] = numNode(0);
+  std::vector<Value *> shifts;
+  for (const auto &mo : k.rowMoments) {
+    DType dt = dtypeOf(*mo.reduce);
+    shifts.push_back(vb.convert(eval(*mo.value, atRowStart, nullptr), dt, false).v);
+    Value *zero = vb.constant(0.0, dt).v;
+    carried.insert(carried.end(), 2 * copies, lanes ? b.CreateVectorSplat(static_cast<unsigned>(lanes), zero) : zero);
+  }
+  carried.push_back(vb.constant(0.0, dtypeOf(*k.rowMoments[0].reduce)).v);
+  return shifts;
+}
+
+Value *KernelEmitter::countRowElement(Value *count, Value *&inv) {
+  Value *one = ConstantFP::get(count->getType(), 1.0);
+  count = b.CreateFAdd(count, one);
+  inv = b.CreateFDiv(one, count);
+  return count;
+}
+
+void KernelEmitter::rowMomentSteps(const std::vector<NodeRef> &ix, const std::vector<Value *> &shifts, Value *inv,
+                                   const std::vector<Value *> &cur, size_t at, size_t copies, size_t u,
+                                   int64_t lanes, std::vector<Value *> &next) {
+  auto spread = [&](Value *x) { return lanes ? b.CreateVectorSplat(static_cast<unsigned>(lanes), x) : x; };
+  DType cdt = dtypeOf(*k.rowMoments[0].reduce);
+  for (size_t j = 0; j < k.rowMoments.size(); ++j) {
+    DType dt = dtypeOf(*k.rowMoments[j].reduce);
+    size_t i = at + 2 * j * copies + u;
+    Value *mean = cur[i], *m2 = cur[i + copies];
+    Value *v = shiftedValue(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr, lanes), dt, false).v, spread(shifts[j]));
+    welfordStep(v, mean, m2, spread(vb.convert(Val{inv, cdt}, dt, false).v));
+    next[i] = mean;
+    next[i + copies] = m2;
+  }
+}
+
 Val KernelEmitter::squaredDeviations(Value *mean, Value *m2, Value *count, Value *shift, const Val &center, DType dt) {
   Value *c = vb.convert(center, dt, false).v;
   // (all without reassoc or nsz: InstCombine would turn mean - (c - s) into mean + (s - c) with

@@ -49,6 +49,12 @@ private:
   void emitRowBody();
   std::vector<Value *> rowPass(const std::vector<Value *> &carried, const RowBody &body);
   Value *blockReduce(Op alu, DType rdt, Value *partial);
+  /// A shared array of `slots` 8-byte slots named after the kernel's symbol and `suffix`.
+  llvm::GlobalVariable *sharedSlots(int64_t slots, const char *suffix);
+  /// The steps of a tree through shared memory, once every thread has stored its value: for s =
+  /// threads/2 .. 1, the threads below s run `merge(tid, tid + s)` (in blocks named `stepName`
+  /// and `nextName`), then a barrier.
+  void treeSteps(const char *stepName, const char *nextName, const std::function<void(Value *, Value *)> &merge);
   /// Kernel::rowMoments: combines the threads' Welford moments of one value (each of `dt`) into
   /// the row's, the same in every thread.
   struct RowMoments {

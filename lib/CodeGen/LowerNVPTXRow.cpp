@@ -50,6 +50,28 @@ std::vector<Value *> NVPTXLowerer::rowPass(const std::vector<Value *> &carried, 
   });
 }
 
+GlobalVariable *NVPTXLowerer::sharedSlots(int64_t slots, const char *suffix) {
+  auto *arrTy = ArrayType::get(b.getInt64Ty(), static_cast<uint64_t>(slots));
+  auto *g = new GlobalVariable(m, arrTy, false, GlobalValue::InternalLinkage, UndefValue::get(arrTy), symbol + suffix,
+                               nullptr, GlobalValue::NotThreadLocal, kNVPTXSharedAS);
+  g->setAlignment(Align(16));
+  return g;
+}
+
+void NVPTXLowerer::treeSteps(const char *stepName, const char *nextName,
+                             const std::function<void(Value *, Value *)> &merge) {
+  Value *tid = varValues.at("lidx");
+  for (int64_t s = rowThreads / 2; s >= 1; s /= 2) {
+    BasicBlock *step = BasicBlock::Create(ctx, stepName, fn), *next = BasicBlock::Create(ctx, nextName, fn);
+    b.CreateCondBr(b.CreateICmpULT(tid, idxConst(s)), step, next);
+    b.SetInsertPoint(step);
+    merge(tid, b.CreateAdd(tid, idxConst(s)));
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    barrier();
+  }
+}
+
 // Combines the block's partial results of one reduce: each thread stores its partial in the row's
 // shared array, then log2(threads) steps each add the upper half onto the lower, with a barrier
 // after each; every thread reads the result, and a last barrier frees the array for the next reduce.
@@ -58,12 +80,7 @@ Value *NVPTXLowerer::blockReduce(Op alu, DType rdt, Value *partial) {
   note("combine the threads' partial results through shared memory");
   Type *regTy = vb.regType(rdt);
   Type *elemTy = regTy->isIntegerTy(1) ? b.getInt8Ty() : regTy;
-  if (!shared) {
-    auto *arrTy = ArrayType::get(b.getInt64Ty(), static_cast<uint64_t>(rowThreads));
-    shared = new GlobalVariable(m, arrTy, false, GlobalValue::InternalLinkage, UndefValue::get(arrTy),
-                                symbol + "_row", nullptr, GlobalValue::NotThreadLocal, kNVPTXSharedAS);
-    shared->setAlignment(Align(16));
-  }
+  if (!shared) shared = sharedSlots(rowThreads, "_row");
   Align align(elemTy->getPrimitiveSizeInBits() / 8);
   auto slot = [&](Value *i) { return b.CreateInBoundsGEP(elemTy, shared, i); };
   auto put = [&](Value *v, Value *i) {
@@ -77,15 +94,9 @@ Value *NVPTXLowerer::blockReduce(Op alu, DType rdt, Value *partial) {
   Value *tid = varValues.at("lidx");
   put(partial, tid);
   barrier();
-  for (int64_t s = rowThreads / 2; s >= 1; s /= 2) {
-    BasicBlock *add = BasicBlock::Create(ctx, "tree.add", fn), *next = BasicBlock::Create(ctx, "tree.next", fn);
-    b.CreateCondBr(b.CreateICmpULT(tid, idxConst(s)), add, next);
-    b.SetInsertPoint(add);
-    put(vb.alu(alu, {Val{get(tid), rdt}, Val{get(b.CreateAdd(tid, idxConst(s))), rdt}}, rdt).v, tid);
-    b.CreateBr(next);
-    b.SetInsertPoint(next);
-    barrier();
-  }
+  treeSteps("tree.add", "tree.next", [&](Value *lo, Value *hi) {
+    put(vb.alu(alu, {Val{get(lo), rdt}, Val{get(hi), rdt}}, rdt).v, lo);
+  });
   Value *r = get(idxConst(0));
   barrier();
   return r;
@@ -99,13 +110,8 @@ NVPTXLowerer::RowMoments NVPTXLowerer::blockMoments(RowMoments part, DType dt) {
   if (rowThreads <= 1) return part;
   note("combine the threads' moments through shared memory (Chan's formula)");
   Type *t = vb.regType(dt);
-  if (!sharedMoments) {
-    // (8-byte slots: one array serves every folded reduce, of float32 or float64)
-    auto *arrTy = ArrayType::get(b.getInt64Ty(), static_cast<uint64_t>(3 * rowThreads));
-    sharedMoments = new GlobalVariable(m, arrTy, false, GlobalValue::InternalLinkage, UndefValue::get(arrTy),
-                                       symbol + "_moments", nullptr, GlobalValue::NotThreadLocal, kNVPTXSharedAS);
-    sharedMoments->setAlignment(Align(16));
-  }
+  // (8-byte slots: one array serves every folded reduce, of float32 or float64)
+  if (!sharedMoments) sharedMoments = sharedSlots(3 * rowThreads, "_moments");
   Align align(t->getPrimitiveSizeInBits() / 8);
   auto slot = [&](int64_t part, Value *i) {
     return b.CreateInBoundsGEP(t, sharedMoments, b.CreateAdd(i, idxConst(part * rowThreads)));
@@ -122,27 +128,19 @@ NVPTXLowerer::RowMoments NVPTXLowerer::blockMoments(RowMoments part, DType dt) {
   Value *tid = varValues.at("lidx");
   put(part, tid);
   barrier();
-  for (int64_t s = rowThreads / 2; s >= 1; s /= 2) {
-    BasicBlock *merge = BasicBlock::Create(ctx, "moments.merge", fn), *next = BasicBlock::Create(ctx, "moments.next", fn);
-    b.CreateCondBr(b.CreateICmpULT(tid, idxConst(s)), merge, next);
-    b.SetInsertPoint(merge);
-    {
-      // n = na + nb; delta = mb - ma; mean = ma + delta * nb/n; M2 = M2a + M2b + delta^2 * na * nb/n
-      IRBuilderBase::FastMathFlagGuard strict(b);
-      b.setFastMathFlags(FastMathFlags());
-      RowMoments x = get(tid), y = get(b.CreateAdd(tid, idxConst(s)));
-      Value *n = b.CreateFAdd(x.count, y.count), *zero = ConstantFP::get(t, 0.0);
-      Value *f = b.CreateSelect(b.CreateFCmpOGT(n, zero), b.CreateFDiv(y.count, n), zero);
-      Value *delta = b.CreateFSub(y.mean, x.mean);
-      Value *mean = b.CreateIntrinsic(Intrinsic::fmuladd, {t}, {delta, f, x.mean});
-      Value *m2 = b.CreateIntrinsic(Intrinsic::fmuladd, {t},
-                                    {b.CreateFMul(delta, delta), b.CreateFMul(x.count, f), b.CreateFAdd(x.m2, y.m2)});
-      put(RowMoments{mean, m2, n}, tid);
-    }
-    b.CreateBr(next);
-    b.SetInsertPoint(next);
-    barrier();
-  }
+  treeSteps("moments.merge", "moments.next", [&](Value *lo, Value *hi) {
+    // n = na + nb; delta = mb - ma; mean = ma + delta * nb/n; M2 = M2a + M2b + delta^2 * na * nb/n
+    IRBuilderBase::FastMathFlagGuard strict(b);
+    b.setFastMathFlags(FastMathFlags());
+    RowMoments x = get(lo), y = get(hi);
+    Value *n = b.CreateFAdd(x.count, y.count), *zero = ConstantFP::get(t, 0.0);
+    Value *f = b.CreateSelect(b.CreateFCmpOGT(n, zero), b.CreateFDiv(y.count, n), zero);
+    Value *delta = b.CreateFSub(y.mean, x.mean);
+    Value *mean = b.CreateIntrinsic(Intrinsic::fmuladd, {t}, {delta, f, x.mean});
+    Value *m2 = b.CreateIntrinsic(Intrinsic::fmuladd, {t},
+                                  {b.CreateFMul(delta, delta), b.CreateFMul(x.count, f), b.CreateFAdd(x.m2, y.m2)});
+    put(RowMoments{mean, m2, n}, lo);
+  });
   RowMoments r = get(idxConst(0));
   barrier();
   return r;
@@ -173,8 +171,6 @@ void NVPTXLowerer::emitRowBody() {
 
   // Kernel::rowMoments: the reduces the first pass computes from moments it keeps of their values
   // (each thread a Welford step per element, shifted by the row's first value), by reduce
-  std::unordered_map<const KernelOp *, const Kernel::RowMoments *> folded;
-  for (const auto &mo : k.rowMoments) folded.emplace(mo.reduce, &mo);
   struct Moments {
     RowMoments row;
     Value *shift;
@@ -182,7 +178,7 @@ void NVPTXLowerer::emitRowBody() {
   std::unordered_map<const KernelOp *, Moments> moments;
   auto fromMoments = [&](const KernelOp &x) {
     const Moments &mo = moments.at(&x);
-    return squaredDeviations(mo.row.mean, mo.row.m2, mo.row.count, mo.shift, *rowValue(*folded.at(&x)->center), dtypeOf(x));
+    return squaredDeviations(mo.row.mean, mo.row.m2, mo.row.count, mo.shift, *rowValue(*k.rowMomentsOf(&x)->center), dtypeOf(x));
   };
 
   // a pass of every thread accumulating `reduce`'s source over its elements from `acc`: the
@@ -192,43 +188,23 @@ void NVPTXLowerer::emitRowBody() {
     Op alu = reduce.op == Op::Sum ? Op::Add : Op::Max;
     TraceIndent inPass(trace);
     size_t nm = withMoments ? k.rowMoments.size() : 0;
+    // [acc, (mean, m2) per folded reduce, count]
     std::vector<Value *> init{acc}, shifts;
-    DType cdt = nm ? dtypeOf(*k.rowMoments[0].reduce) : rdt; // (the count's)
-    if (nm) {
-      // [acc, (mean, m2) per folded reduce, count], each moment of its reduce's dtype
-      note("and the running mean and squared deviations of {} value{} (Welford), shifted by the row's first", nm,
-           nm == 1 ? "" : "s");
-      std::vector<NodeRef> atRowStart = idxs;
-      for (size_t a = static_cast<size_t>(rs); a < atRowStart.size(); ++a) atRowStart[a] = numNode(0);
-      for (const auto &mo : k.rowMoments) {
-        DType dt = dtypeOf(*mo.reduce);
-        shifts.push_back(vb.convert(eval(*mo.value, atRowStart, nullptr), dt, false).v);
-        init.insert(init.end(), 2, vb.constant(0.0, dt).v);
-      }
-      init.push_back(vb.constant(0.0, cdt).v);
-    }
+    if (nm) shifts = startRowMoments(idxs, init, 1, 0);
     std::vector<Value *> out = rowPass(init, [&](const std::vector<NodeRef> &ix, const std::vector<Value *> &cur) {
       note("accumulate");
       std::vector<Value *> next = cur;
       next[0] = accumulate(alu, eval(*reduce.src[0], ix, nullptr), cur[0], rdt);
       if (!nm) return next;
       note("Welford step{}", nm == 1 ? "" : "s");
-      Value *count = b.CreateFAdd(cur.back(), vb.constant(1.0, cdt).v);
-      next.back() = count;
-      Value *inv = b.CreateFDiv(vb.constant(1.0, cdt).v, count);
-      for (size_t j = 0; j < nm; ++j) {
-        DType dt = dtypeOf(*k.rowMoments[j].reduce);
-        Value *mean = cur[1 + 2 * j], *m2 = cur[2 + 2 * j];
-        welfordStep(shiftedValue(vb.convert(eval(*k.rowMoments[j].value, ix, nullptr), dt, false).v, shifts[j]), mean,
-                    m2, vb.convert(Val{inv, cdt}, dt, false).v);
-        next[1 + 2 * j] = mean;
-        next[2 + 2 * j] = m2;
-      }
+      Value *inv;
+      next.back() = countRowElement(cur.back(), inv);
+      rowMomentSteps(ix, shifts, inv, cur, 1, 1, 0, 0, next);
       return next;
     });
     for (size_t j = 0; j < nm; ++j) {
       DType dt = dtypeOf(*k.rowMoments[j].reduce);
-      RowMoments part{out[1 + 2 * j], out[2 + 2 * j], vb.convert(Val{out.back(), cdt}, dt, false).v};
+      RowMoments part{out[1 + 2 * j], out[2 + 2 * j], vb.convert(Val{out.back(), dtypeOf(*k.rowMoments[0].reduce)}, dt, false).v};
       moments[k.rowMoments[j].reduce] = Moments{blockMoments(part, dt), shifts[j]};
     }
     return out[0];
@@ -243,7 +219,7 @@ void NVPTXLowerer::emitRowBody() {
         setRowValue(*x, idxs);
         continue;
       }
-      if (folded.count(x)) {
+      if (k.rowMomentsOf(x)) {
         note("row value ({} of squared deviations): from the first pass's moments", opName(x->op));
         rowValues[x] = fromMoments(*x);
         continue;
@@ -254,7 +230,7 @@ void NVPTXLowerer::emitRowBody() {
       first = false;
       rowValues[x] = Val{blockReduce(x->op == Op::Sum ? Op::Add : Op::Max, rdt, part), rdt};
     }
-    if (topReduce && folded.count(topReduce)) {
+    if (k.rowMomentsOf(topReduce)) {
       // every thread has the row's value: thread 0's partial takes it, the tree adds the partials
       note("final reduce ({} of squared deviations): from the first pass's moments, in thread 0's partial",
            opName(topReduce->op));

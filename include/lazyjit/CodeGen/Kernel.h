@@ -73,6 +73,8 @@ public:
     const KernelOp *reduce, *value, *center;
   };
   std::vector<RowMoments> rowMoments;
+  /// The entry of rowMoments that folds `reduce` (null: none).
+  const RowMoments *rowMomentsOf(const KernelOp *reduce) const;
   /// GPU row kernels: the threads of the block that runs each row (a power of two; 0 or 1: one
   /// thread). The row's elements are dealt to them round-robin, so neighbouring threads read
   /// neighbouring elements; each reduce combines their partial results in shared memory. Chosen
