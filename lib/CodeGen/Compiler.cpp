@@ -5,6 +5,7 @@
 #include "lazyjit/CodeGen/Compiler.h"
 #include "CodeGenFingerprint.h"
 #include "GPULaunch.h"
+#include "LoopNest.h"
 #include "LowerKernel.h"
 #include "VectorMath.h"
 #include "lazyjit/Schedule/ASTText.h"
@@ -270,13 +271,18 @@ Kernel buildKernel(const KernelOpRef &ast, const TargetSpec &target, const Compi
     ko.localMax = {1024, 1024, 64};
   }
   ko.mergeView = opts.mergeView;
+  llvm::Triple triple(target.triple);
+  ko.vectorMath = triple.isX86() && triple.isOSLinux();
   Kernel k(ast, ko);
   k.boundsCheck = checksBounds(opts, target);
-  if (noOptimizations(opts)) return k;
-  if (opts.applyOpts)
-    for (const auto &o : *opts.applyOpts) k.applyOpt(o);
-  else
-    k.handCodedOptimizations();
+  if (!noOptimizations(opts)) {
+    if (opts.applyOpts)
+      for (const auto &o : *opts.applyOpts) k.applyOpt(o);
+    else
+      k.handCodedOptimizations();
+  }
+  // the loop nest's decisions the optimizations leave to the target
+  if (target.kind == TargetSpec::Kind::CPU) chooseVectorAxis(k);
   return k;
 }
 
@@ -284,17 +290,9 @@ namespace {
 
 std::string kernelSummary(const Kernel &k) {
   std::string axes;
-  int fr = k.firstReduce(), n = static_cast<int>(k.shapeLen());
-  for (int a = 0; a < n; ++a) {
-    const char *kind = k.rowKernel ? (a >= k.rowStart ? "row" : a < fr ? "global" : "reduce")
-                       : a < fr - k.localDims                                 ? "global"
-                       : a < fr                                               ? "local"
-                       : a < fr + static_cast<int>(k.groupForReduce.size())  ? "group"
-                       : a < n - k.upcasted                                   ? "reduce"
-                       : pyEq(k.fullShape()[a], k.outputShape()[a])           ? "upcast"
-                                                                              : "unroll";
-    axes += fmt::format("{}{}:{}", a ? " " : "", k.fullShape()[a].render(), kind);
-  }
+  LoopNest nest = LoopNest::of(k);
+  for (size_t a = 0; a < nest.roles.size(); ++a)
+    axes += fmt::format("{}{}:{}", a ? " " : "", k.fullShape()[a].render(), LoopNest::roleName(nest.roles[a]));
   std::string optStr;
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
   std::string shape = renderShape(k.fullShape());

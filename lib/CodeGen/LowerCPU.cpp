@@ -55,61 +55,27 @@ Value *CPUMath::unary(IRBuilder<> &b, Op op, Value *x) {
 
 void CPULowerer::emitBody(Value *start, Value *end) {
   const Shape &full = k.fullShape();
-  const Shape &outShape = k.outputShape();
-  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), up = k.upcasted;
-  int firstUpcast = n - up;
+  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce();
+  int firstUpcast = n - k.upcasted;
 
-  // upcast axes: split into output-upcast and reduce-unroll axes
-  std::vector<int> outUp, redUp;
-  for (int a = firstUpcast; a < n; ++a) {
-    LAZYJIT_INTERNAL_CHECK(full[a].isInt(), "codegen: upcast axis {} is symbolic", a);
-    (pyEq(full[a], outShape[a]) ? outUp : redUp).push_back(a);
-  }
-  // vector mode: one upcast axis becomes one LLVM vector when everything allows it. A last upcast
-  // axis that is a reduce axis of 8 to 64 elements is vectorized as vector partial sums, each
-  // reduced to one value before the store (dot products); otherwise the last output-upcast axis,
-  // with vector accumulators and vector stores.
-  if (up > 0 && !redUp.empty() && redUp.back() == n - 1 && full[n - 1].asInt() >= 8 &&
-      full[n - 1].asInt() <= 64) {
-    int64_t size = full[n - 1].asInt();
-    vidx = variable("vidx", 0, size - 1);
-    lanes = size;
-    if (canVectorize(n - 1, true)) {
-      vecAxis = n - 1;
-      vecReduce = true;
-      redUp.pop_back();
-    } else {
-      lanes = 0;
-    }
-  }
-  if (vecAxis < 0 && !outUp.empty()) {
-    int cand = outUp.back();
-    int64_t size = full[cand].asInt();
-    vidx = variable("vidx", 0, size - 1);
-    lanes = size;
-    if (size >= 4 && size <= 64 && canVectorize(cand, false)) {
-      vecAxis = cand;
-      outUp.pop_back();
-    } else {
-      lanes = 0;
-    }
-  }
-  if (vecAxis >= 0)
+  // the loop nest: the unrolled axes and their combinations, and the vector axis the code
+  // generator chose (Kernel::vectorAxis)
+  const LoopNest nest = LoopNest::of(k);
+  const auto &outCombos = nest.outCombos, &redCombos = nest.redCombos;
+  if (nest.vecAxis >= 0) {
+    vecAxis = nest.vecAxis;
+    lanes = nest.lanes;
+    vecReduce = nest.vecReduce;
+    vidx = variable("vidx", 0, lanes - 1);
     note("vector: axis {} as {} lanes{}", vecAxis, lanes, vecReduce ? " of partial sums, added up before the store" : "");
-  std::vector<int64_t> outSizes, redSizes;
-  for (int a : outUp) outSizes.push_back(full[a].asInt());
-  for (int a : redUp) redSizes.push_back(full[a].asInt());
-  auto outCombos = upcastCombos(outSizes), redCombos = upcastCombos(redSizes);
+  }
 
   std::vector<NodeRef> idxs(n);
   const KernelOp *store = k.bufs[0];
   const KernelOp &top = *store->src[0];
 
   auto setUpcast = [&](std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) {
-    for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
-    for (size_t i = 0; i < redUp.size(); ++i) ix[redUp[i]] = numNode(rc ? (*rc)[i] : 0);
-    // (a vector reduce axis is zeroed, as every reduce axis, where the reduce is done)
-    if (vecAxis >= 0) ix[vecAxis] = vecReduce && !rc ? numNode(0) : vidx;
+    nest.setUpcast(ix, oc, rc, vidx);
   };
   bool vec = vecAxis >= 0;
 
@@ -197,7 +163,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       DType rdt = dtypeOf(*k.reduceop);
       Op rop = k.reduceop->op;
       std::vector<Value *> init;
-      for (size_t o = 0; o < outCombos.size(); ++o)
+      for (size_t o = 0; o < nest.accumulators(); ++o)
         init.push_back(vec ? splat(vb.reduceInit(rop, rdt).v) : vb.reduceInit(rop, rdt).v);
       note("{} accumulator{} ({}){}", init.size(), init.size() == 1 ? "" : "s", opName(rop),
            kBlock ? ", from buffer 0 after the first block" : "");

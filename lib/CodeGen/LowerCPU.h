@@ -19,8 +19,6 @@ public:
   CPUMath(int64_t vectorBits, llvm::Triple triple, bool rowKernel)
       : vectorBits(vectorBits), triple(std::move(triple)), rowKernel(rowKernel) {}
   llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) override;
-  /// Whether `op` (exp2, log2, sin) has a form for `lanes` lanes of `dt`.
-  bool hasLanes(Op op, DType dt, int64_t lanes) const;
 
 private:
   int64_t vectorBits;
@@ -99,17 +97,12 @@ private:
   std::optional<OutputVector> outputVector(const std::vector<NodeRef> &idxs);
   llvm::Align panelAlign(DType dt) const;
 
-  // ---- vector mode: the last output-upcast axis as one LLVM vector (LowerCPUVector.cpp) ----
+  // ---- vector mode: upcast axis Kernel::vectorAxis as one LLVM vector (LowerCPUVector.cpp) ----
   int vecAxis = -1;
   int64_t lanes = 0;
   bool streamed = false; // a streaming store was emitted: fence before returning
   NodeRef vidx;
   bool vecReduce = false; // the vector axis is a reduce axis (dot products)
-  bool canVectorize(int axis, bool reduceAxis);
-  /// Whether eval can compute every node among `ops` on `lanes` lanes: float32/float64 buffers
-  /// and casts to them (not bitcasts), no integer op, exp2/log2/sin where the vector library has
-  /// them. Everything else is the ALU's, which works on vectors as on scalars.
-  bool lanesSupported(const std::vector<const KernelOp *> &ops);
   bool usesVidx(const Node &n) const;
   bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
   Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }

@@ -132,10 +132,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     if (k.rowLanes == 0 || (tailStart != last && rs != n - 1) || tailStart == 0) return false;
     std::vector<const KernelOp *> ops = rowPassNodes(root);
     std::erase_if(ops, [](const KernelOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
-    lanes = k.rowLanes;
-    bool ok = lanesSupported(ops);
-    lanes = 0;
-    return ok;
+    return lanesSupported(ops, k.rowLanes, k.opts);
   };
 
   // Kernel::rowMoments, per folded reduce: its value's mean and M2 over the row so far, and the

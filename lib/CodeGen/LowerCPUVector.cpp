@@ -15,40 +15,14 @@ namespace lazyjit {
 
 using namespace llvm;
 
-namespace {
-
-// The libmvec variant (VectorMath.h) of exp2/log2/sin for `lanes`-wide vectors: the widest
-// register whose lane count divides `lanes`, as {name, lanes per call}.
-std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int64_t lanes, int vectorBits,
-                                                           const Triple &triple) {
-  if (!triple.isX86() || !triple.isOSLinux() || vectorBits < 256) return std::nullopt;
-  if (dt != dtypes::float32 && dt != dtypes::float64) return std::nullopt;
-  bool dbl = dt == dtypes::float64;
-  const char *base = op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin" : nullptr;
-  if (!base) return std::nullopt;
-  auto fn = findVectorMathFn(std::string(base) + (dbl ? "" : "f"));
-  if (!fn) return std::nullopt;
-  for (bool zmm : {true, false}) {
-    if (zmm && vectorBits < 512) continue;
-    unsigned width = 0;
-    std::string name = vectorMathName(*fn, zmm, &width);
-    if (lanes % width == 0) return std::make_pair(name, static_cast<int64_t>(width));
-  }
-  return std::nullopt;
-}
-
-} // namespace
-
-bool CPUMath::hasLanes(Op op, DType dt, int64_t lanes) const {
-  return vectorMathFn(op, dt, lanes, static_cast<int>(vectorBits), triple).has_value();
-}
 
 Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
   auto *vt = cast<FixedVectorType>(a->getType());
   auto lanes = static_cast<int64_t>(vt->getNumElements());
   bool isFloat = vt->getElementType()->isFloatTy();
   if (op == Op::Exp2 && rowKernel && isFloat) return inlineExp2F32(b, a, vectorBits >= 512 && triple.isX86());
-  auto fn = vectorMathFn(op, isFloat ? dtypes::float32 : dtypes::float64, lanes, static_cast<int>(vectorBits), triple);
+  auto fn = vectorMathFn(op, isFloat ? dtypes::float32 : dtypes::float64, lanes, static_cast<int>(vectorBits),
+                         triple.isX86() && triple.isOSLinux());
   LAZYJIT_INTERNAL_CHECK(fn.has_value(), "codegen: no vector {} for {} lanes", opName(op), lanes);
   auto [name, width] = *fn;
   Module *m = b.GetInsertBlock()->getModule();
@@ -128,39 +102,6 @@ bool CPULowerer::contiguousInVidx(const NodeRef &idx, NodeRef *base) const {
   if (usesVidx(*b0)) return false;
   if (sumNodes({b0, vidx})->key() != idx->key()) return false;
   if (base) *base = b0;
-  return true;
-}
-
-bool CPULowerer::canVectorize(int axis, bool reduceAxis) {
-  if (!lanesSupported(k.ast->uniqueOps())) return false;
-  // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
-  if (reduceAxis) return k.reduceop && dtypeOf(*k.reduceop).isFloating();
-  // the output must be contiguous along the axis
-  std::vector<NodeRef> ix;
-  for (size_t a = 0; a < k.shapeLen(); ++a)
-    ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
-  return contiguousInVidx(access(0, ix).idx, nullptr);
-}
-
-bool CPULowerer::lanesSupported(const std::vector<const KernelOp *> &ops) {
-  auto floating = [](DType dt) { return dt == dtypes::float32 || dt == dtypes::float64; };
-  for (const KernelOp *x : ops) {
-    switch (opTypeOf(x->op)) {
-    case OpType::Buffer:
-      if (!floating(x->bufferDType())) return false;
-      break;
-    case OpType::Movement:
-    case OpType::Load: return false; // (a row value's EXPAND is the caller's)
-    default: break;
-    }
-    if (x->op == Op::Xor) return false; // integers only
-    if (x->op == Op::Cast) {
-      const auto &ca = std::get<CastArg>(x->arg);
-      if (ca.bitcast || !floating(ca.dtype)) return false;
-    }
-    if ((x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) && !math.hasLanes(x->op, dtypeOf(*x), lanes))
-      return false;
-  }
   return true;
 }
 

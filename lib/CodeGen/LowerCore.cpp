@@ -24,21 +24,6 @@ FastMathFlags referenceFastMath() {
 }
 
 
-std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes) {
-  std::vector<std::vector<int64_t>> out{{}};
-  for (int64_t s : sizes) {
-    std::vector<std::vector<int64_t>> next;
-    for (const auto &c : out)
-      for (int64_t v = 0; v < s; ++v) {
-        auto d = c;
-        d.push_back(v);
-        next.push_back(d);
-      }
-    out = std::move(next);
-  }
-  return out;
-}
-
 DType KernelEmitter::dtypeOf(const KernelOp &op) {
   const KernelOp *bad = nullptr;
   std::optional<DType> dt = kernelDTypeOf(op, &bad);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "IndexSimplify.h"
+#include "LoopNest.h"
 #include "LowerValues.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/CodeGen/Kernel.h"
@@ -39,9 +40,6 @@ struct LoopTrace {
 private:
   std::vector<int> repeats;
 };
-
-/// Every combination of values of the given axis sizes, the first axis varying slowest.
-std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes);
 
 class KernelEmitter {
 public:

@@ -53,8 +53,7 @@ bool divisibleBy(const Node &n, int64_t w) {
 
 void NVPTXLowerer::setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc,
                              const std::vector<int64_t> *rc) const {
-  for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
-  for (size_t i = 0; i < redUp.size(); ++i) ix[redUp[i]] = numNode(rc ? (*rc)[i] : 0);
+  nest.setUpcast(ix, oc, rc, nullptr);
 }
 
 // Reads ctaid/tid for each hardware dim and makes the kernel axes' index nodes from them; axes
@@ -90,9 +89,9 @@ void NVPTXLowerer::bindThreadIndices(const std::vector<GPUDim> &dims, const char
 // one `load <w x T>` replaces w scalar loads. `early` selects the reduce's source (upcast and
 // unroll axes vary) or the rest of the AST (only the output-upcast axes vary).
 void NVPTXLowerer::prefetchVectorLoads(const KernelOp &root, bool early) {
-  std::vector<int> axes = outUp;
+  std::vector<int> axes = nest.outUp;
   std::vector<int64_t> sizes;
-  if (early) axes.insert(axes.end(), redUp.begin(), redUp.end());
+  if (early) axes.insert(axes.end(), nest.redUp.begin(), nest.redUp.end());
   if (axes.empty()) return;
   for (int a : axes) sizes.push_back(k.fullShape()[a].asInt());
   auto combos = upcastCombos(sizes);
@@ -169,10 +168,10 @@ std::vector<Value *> NVPTXLowerer::reduceLoops(int axis, const std::vector<Value
   const KernelOp &src = *k.reduceop->src[0];
   prefetchVectorLoads(src, true);
   std::vector<Value *> next = cur;
-  for (size_t o = 0; o < outCombos.size(); ++o)
-    for (const auto &rc : redCombos) {
+  for (size_t o = 0; o < nest.outCombos.size(); ++o)
+    for (const auto &rc : nest.redCombos) {
       std::vector<NodeRef> ix = idxs;
-      setUpcast(ix, outCombos[o], &rc);
+      setUpcast(ix, nest.outCombos[o], &rc);
       next[o] = accumulate(alu, eval(src, ix, nullptr), next[o], rdt);
     }
   return next;
@@ -247,26 +246,17 @@ std::vector<Value *> NVPTXLowerer::groupReduce(const std::vector<Value *> &parti
 }
 
 void NVPTXLowerer::emitBody() {
-  const Shape &full = k.fullShape();
-  const Shape &outShape = k.outputShape();
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce();
   int firstUpcast = n - k.upcasted;
-  std::vector<int64_t> outSizes, redSizes;
-  for (int a = firstUpcast; a < n; ++a) {
-    LAZYJIT_INTERNAL_CHECK(full[a].isInt(), "codegen: upcast axis {} is symbolic", a);
-    bool isOut = pyEq(full[a], outShape[a]);
-    (isOut ? outUp : redUp).push_back(a);
-    (isOut ? outSizes : redSizes).push_back(full[a].asInt());
-  }
-  outCombos = upcastCombos(outSizes);
-  redCombos = upcastCombos(redSizes);
+  nest = LoopNest::of(k);
+  const auto &outCombos = nest.outCombos;
 
   std::vector<Val> accs;
   BasicBlock *done = nullptr;
   if (k.reduceop) {
     DType rdt = dtypeOf(*k.reduceop);
     std::vector<Value *> init;
-    for (size_t o = 0; o < outCombos.size(); ++o) init.push_back(vb.reduceInit(k.reduceop->op, rdt).v);
+    for (size_t o = 0; o < nest.accumulators(); ++o) init.push_back(vb.reduceInit(k.reduceop->op, rdt).v);
     note("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(k.reduceop->op));
     std::vector<Value *> finals = reduceLoops(fr + static_cast<int>(k.groupForReduce.size()), init);
     if (!k.groupForReduce.empty()) {

@@ -31,9 +31,8 @@ private:
   llvm::GlobalVariable *shared = nullptr;
   std::string symbol;
   std::vector<NodeRef> idxs;
-  // upcast axes: output-upcast and reduce-unroll, with every combination of their values
-  std::vector<int> outUp, redUp;
-  std::vector<std::vector<int64_t>> outCombos, redCombos;
+  /// The loop nest: the unrolled axes (output-upcast and reduce-unroll) and their combinations.
+  LoopNest nest;
 
   void bindThreadIndices(const std::vector<GPUDim> &dims, const char *prefix, bool grid);
   void emitBody();

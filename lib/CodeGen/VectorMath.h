@@ -4,8 +4,12 @@
 // code.
 #pragma once
 
+#include "lazyjit/Graph/DType.h"
+#include "lazyjit/Graph/Ops.h"
+
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace lazyjit {
 
@@ -30,6 +34,27 @@ inline std::string vectorMathName(const VectorMathFn &fn, bool zmm, unsigned *la
 inline std::optional<VectorMathFn> findVectorMathFn(const std::string &scalar) {
   for (const auto &f : kVectorMathFns)
     if (scalar == f.scalar) return f;
+  return std::nullopt;
+}
+
+/// The libmvec variant of exp2/log2/sin for `lanes`-wide vectors of `dt` on a target with
+/// `vectorBits`-wide registers, when it has glibc's vector math (`libmvec`: x86-64 Linux): the
+/// widest register whose lane count divides `lanes`, as {name, lanes per call}.
+inline std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int64_t lanes, int vectorBits,
+                                                                  bool libmvec) {
+  if (!libmvec || vectorBits < 256) return std::nullopt;
+  if (dt != dtypes::float32 && dt != dtypes::float64) return std::nullopt;
+  bool dbl = dt == dtypes::float64;
+  const char *base = op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin" : nullptr;
+  if (!base) return std::nullopt;
+  auto fn = findVectorMathFn(std::string(base) + (dbl ? "" : "f"));
+  if (!fn) return std::nullopt;
+  for (bool zmm : {true, false}) {
+    if (zmm && vectorBits < 512) continue;
+    unsigned width = 0;
+    std::string name = vectorMathName(*fn, zmm, &width);
+    if (lanes % width == 0) return std::make_pair(name, static_cast<int64_t>(width));
+  }
   return std::nullopt;
 }
 

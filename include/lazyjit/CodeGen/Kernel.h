@@ -35,6 +35,7 @@ struct KernelOptions {
   bool hasShared = false; ///< shared memory for group reduces (GPU)
   std::vector<int64_t> globalMax, localMax;
   bool mergeView = true;  ///< MERGE_VIEW for the kernel's reshapes (ShapeTracker::reshape)
+  bool vectorMath = false; ///< glibc's vector math (libmvec) exists for the target: x86-64 Linux
 };
 
 class Kernel {
@@ -89,6 +90,12 @@ public:
   /// large element-wise outputs that would only evict the inputs; needs the vector store of the
   /// last upcast axis to cover whole cache lines.
   bool streamingStores = false;
+  /// CPU vector mode: upcast axis `vectorAxis` is emitted as one LLVM vector of its size (-1:
+  /// none); `vectorReduce`: it is a reduce axis whose lanes are partial sums, added up before the
+  /// store (dot products). Decided once the optimizations are applied (LoopNest.h
+  /// chooseVectorAxis); the CPU lowering follows it.
+  int vectorAxis = -1;
+  bool vectorReduce = false;
   /// CPU: every load and store index is checked at run time (CompileOptions::bounds).
   bool boundsCheck = false;
   /// CPU register-tiled reduces (matmul, convolution): the buffers among `bufs` (indices) that the

@@ -1,0 +1,155 @@
+// The loop nest of a Kernel (LoopNest.h): axis roles, unrolled combinations, and the CPU's vector
+// axis decision.
+#include "LoopNest.h"
+#include "IndexSimplify.h"
+#include "VectorMath.h"
+#include "lazyjit/Support/Error.h"
+
+namespace lazyjit {
+
+std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes) {
+  std::vector<std::vector<int64_t>> out{{}};
+  for (int64_t s : sizes) {
+    std::vector<std::vector<int64_t>> next;
+    for (const auto &c : out)
+      for (int64_t v = 0; v < s; ++v) {
+        auto d = c;
+        d.push_back(v);
+        next.push_back(d);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+const char *LoopNest::roleName(Role r) {
+  switch (r) {
+  case Role::Global: return "global";
+  case Role::Local: return "local";
+  case Role::Group: return "group";
+  case Role::Reduce: return "reduce";
+  case Role::Upcast: return "upcast";
+  case Role::Unroll: return "unroll";
+  case Role::Vector: return "vector";
+  case Role::Row: return "row";
+  }
+  return "?";
+}
+
+LoopNest LoopNest::of(const Kernel &k) {
+  LoopNest nest;
+  const Shape &full = k.fullShape();
+  const Shape &outShape = k.outputShape();
+  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
+  int groupEnd = fr + static_cast<int>(k.groupForReduce.size());
+  for (int a = 0; a < n; ++a) {
+    Role r = k.rowKernel ? (a >= k.rowStart ? Role::Row : a < fr ? Role::Global : Role::Reduce)
+             : a < fr - k.localDims ? Role::Global
+             : a < fr               ? Role::Local
+             : a < groupEnd         ? Role::Group
+             : a < firstUpcast      ? Role::Reduce
+             : a == k.vectorAxis    ? Role::Vector
+             : pyEq(full[a], outShape[a]) ? Role::Upcast
+                                          : Role::Unroll;
+    nest.roles.push_back(r);
+  }
+  if (k.rowKernel) return nest; // (the row lowerings plan their passes themselves)
+  std::vector<int64_t> outSizes, redSizes;
+  for (int a = firstUpcast; a < n; ++a) {
+    LAZYJIT_INTERNAL_CHECK(full[a].isInt(), "codegen: upcast axis {} is symbolic", a);
+    if (nest.roles[a] == Role::Vector) {
+      nest.vecAxis = a;
+      nest.lanes = full[a].asInt();
+      nest.vecReduce = k.vectorReduce;
+      continue;
+    }
+    bool isOut = nest.roles[a] == Role::Upcast;
+    (isOut ? nest.outUp : nest.redUp).push_back(a);
+    (isOut ? outSizes : redSizes).push_back(full[a].asInt());
+  }
+  nest.outCombos = upcastCombos(outSizes);
+  nest.redCombos = upcastCombos(redSizes);
+  return nest;
+}
+
+void LoopNest::setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc,
+                         const NodeRef &vidx) const {
+  for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
+  for (size_t i = 0; i < redUp.size(); ++i) ix[redUp[i]] = numNode(rc ? (*rc)[i] : 0);
+  // (a vector reduce axis is zeroed, as every reduce axis, where the reduce is done)
+  if (vecAxis >= 0) ix[vecAxis] = vecReduce && !rc ? numNode(0) : vidx;
+}
+
+bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, const KernelOptions &o) {
+  auto floating = [](DType dt) { return dt == dtypes::float32 || dt == dtypes::float64; };
+  for (const KernelOp *x : ops) {
+    switch (opTypeOf(x->op)) {
+    case OpType::Buffer:
+      if (!floating(x->bufferDType())) return false;
+      break;
+    case OpType::Movement:
+    case OpType::Load: return false; // (a row value's EXPAND is the caller's)
+    default: break;
+    }
+    if (x->op == Op::Xor) return false; // integers only
+    if (x->op == Op::Cast) {
+      const auto &ca = std::get<CastArg>(x->arg);
+      if (ca.bitcast || !floating(ca.dtype)) return false;
+    }
+    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) {
+      std::optional<DType> dt = x->kernelDType();
+      if (!dt || !vectorMathFn(x->op, *dt, lanes, o.vectorBits, o.vectorMath)) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// Whether the output's index at per-axis indices, the axis `axis` being the variable `vidx`, is a
+// base without vidx plus vidx (under its validity, as the lowering simplifies every access).
+bool outputContiguousAlong(const Kernel &k, int axis) {
+  NodeRef vidx = variable("vidx", 0, k.fullShape()[axis] - 1);
+  std::vector<NodeRef> ix;
+  for (size_t a = 0; a < k.shapeLen(); ++a)
+    ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
+  auto [idx0, valid0] = k.sts[0].exprIdxs(ix);
+  NodeRef idx = simplifyUnderValid(idx0, valid0).idx;
+  auto usesVidx = [](const Node &n) {
+    for (const auto &v : n.vars())
+      if (v->expr && *v->expr == "vidx") return true;
+    return false;
+  };
+  NodeRef base = idx->substitute({{vidx->key(), numNode(0)}});
+  return !usesVidx(*base) && sumNodes({base, vidx})->key() == idx->key();
+}
+
+} // namespace
+
+void chooseVectorAxis(Kernel &k) {
+  k.vectorAxis = -1;
+  k.vectorReduce = false;
+  if (k.rowKernel || k.upcasted == 0) return;
+  const Shape &full = k.fullShape();
+  int n = static_cast<int>(k.shapeLen()), firstUpcast = n - k.upcasted;
+  std::vector<const KernelOp *> ops = k.ast->uniqueOps();
+  int lastOut = -1;
+  for (int a = firstUpcast; a < n; ++a) {
+    LAZYJIT_INTERNAL_CHECK(full[a].isInt(), "codegen: upcast axis {} is symbolic", a);
+    if (pyEq(full[a], k.outputShape()[a])) lastOut = a;
+  }
+  // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
+  int64_t last = full[n - 1].asInt();
+  if (lastOut != n - 1 && last >= 8 && last <= 64 && k.reduceop && k.reduceop->kernelDType() &&
+      k.reduceop->kernelDType()->isFloating() && lanesSupported(ops, last, k.opts)) {
+    k.vectorAxis = n - 1;
+    k.vectorReduce = true;
+    return;
+  }
+  if (lastOut < 0) return;
+  int64_t size = full[lastOut].asInt();
+  if (size >= 4 && size <= 64 && lanesSupported(ops, size, k.opts) && outputContiguousAlong(k, lastOut))
+    k.vectorAxis = lastOut;
+}
+
+} // namespace lazyjit

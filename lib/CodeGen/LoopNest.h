@@ -1,0 +1,60 @@
+// The loop nest of a Kernel: the stage between the Kernel's axes and either target's IR. It says
+// what every axis becomes (a loop over global or local indices, a reduce loop, unrolled
+// combinations, the CPU's vector) and how many accumulators the reduce keeps; the CPU and NVPTX
+// lowerings emit their loops from it and derive none of it themselves. The CPU's vector axis is a
+// decision of the code generator's passes (chooseVectorAxis, recorded in the Kernel before
+// lowering), so that `lazyjit-dump --emit=kernel` shows it and the lowering only follows it.
+// Private to lib/CodeGen; no LLVM dependency.
+#pragma once
+
+#include "lazyjit/CodeGen/Kernel.h"
+
+#include <string>
+#include <vector>
+
+namespace lazyjit {
+
+/// Every combination of values of the given axis sizes, the first axis varying slowest.
+std::vector<std::vector<int64_t>> upcastCombos(const std::vector<int64_t> &sizes);
+
+struct LoopNest {
+  /// What an axis becomes. Global and Local axes are loops (CPU) or thread indices (NVPTX); Group
+  /// and Reduce axes are reduce loops (a Group's threads combine through shared memory); Upcast
+  /// (output) and Unroll (reduce) axes are unrolled combinations; Vector is the CPU's LLVM vector;
+  /// Row axes belong to a row kernel's passes.
+  enum class Role : uint8_t { Global, Local, Group, Reduce, Upcast, Unroll, Vector, Row };
+  std::vector<Role> roles; ///< per axis
+  /// The unrolled axes: output-upcast and reduce-unroll (the vector axis is neither), and every
+  /// combination of their values. The reduce keeps one accumulator per output combination and
+  /// accumulates every (output, reduce) combination per step.
+  std::vector<int> outUp, redUp;
+  std::vector<std::vector<int64_t>> outCombos, redCombos;
+  /// Kernel::vectorAxis and its lane count (0: no vector); a reduce axis's lanes are partial sums.
+  int vecAxis = -1;
+  int64_t lanes = 0;
+  bool vecReduce = false;
+
+  /// The nest of `k` as optimized (its OptOps and recorded decisions applied).
+  static LoopNest of(const Kernel &k);
+  size_t accumulators() const { return outCombos.size(); }
+  /// Sets the unrolled axes of per-axis indices `ix` to output combination `oc` and reduce
+  /// combination `rc` (null: the reduce axes at 0, where the reduce is done); the vector axis
+  /// takes `vidx`, or 0 where a vector reduce is done.
+  void setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc,
+                 const NodeRef &vidx) const;
+  /// "global", "reduce", "vector", ... (`--emit=kernel`'s axes line).
+  static const char *roleName(Role r);
+};
+
+/// Whether the CPU's vector mode computes every node among `ops` on `lanes` lanes: float32/float64
+/// buffers and casts to them (not bitcasts), no integer op, exp2/log2/sin where the vector library
+/// has them for the target (`o`). Everything else is the ALU's, which works on vectors as on scalars.
+bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, const KernelOptions &o);
+
+/// CPU: records in `k` which upcast axis the lowering emits as one LLVM vector (Kernel::vectorAxis).
+/// A last upcast axis that is a reduce axis of 8 to 64 elements becomes vector partial sums (dot
+/// products) when the reduce is float; otherwise the last output-upcast axis of 4 to 64 elements
+/// when the output is contiguous along it. Either needs every node computable on the lanes.
+void chooseVectorAxis(Kernel &k);
+
+} // namespace lazyjit
