@@ -60,7 +60,6 @@ void CPULowerer::emitBody(Value *start, Value *end) {
 
   // the loop nest: the unrolled axes and their combinations, and the vector axis the code
   // generator chose (Kernel::vectorAxis)
-  const LoopNest nest = LoopNest::of(k);
   const auto &outCombos = nest.outCombos, &redCombos = nest.redCombos;
   if (nest.vecAxis >= 0) {
     vecAxis = nest.vecAxis;
@@ -74,9 +73,6 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   const KernelOp *store = k.bufs[0];
   const KernelOp &top = *store->src[0];
 
-  auto setUpcast = [&](std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) {
-    nest.setUpcast(ix, oc, rc, vidx);
-  };
   bool vec = vecAxis >= 0;
 
   // packed panels (Kernel::packDepth): before the global loop over axis packDepth, each packed
@@ -177,21 +173,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
           init[o] = b.CreateSelect(first, init[o], vb.convert(vecLoadOutput(ix), rdt, false).v);
         }
       }
-      std::function<std::vector<Value *>(int, const std::vector<Value *> &)> reduceLoops =
-          [&](int axis2, const std::vector<Value *> &cur) -> std::vector<Value *> {
-        if (axis2 < firstUpcast) {
-          std::string name = "ridx" + std::to_string(axis2);
-          idxs[axis2] = variable(name, 0, full[axis2] - 1);
-          auto [lo, hi] = reduceAxisBounds(axis2, fr);
-          return loop(name, lo, hi, !(axis2 == fr && kBlockStart) && mayBeEmpty(full[axis2]), cur,
-                      [&, axis2](Value *iv, const std::vector<Value *> &c) {
-                        varValues[name] = iv;
-                        return reduceLoops(axis2 + 1, c);
-                      });
-        }
-        std::vector<Value *> next = cur;
-        const KernelOp &src = *k.reduceop->src[0];
-        Op alu = rop == Op::Sum ? Op::Add : Op::Max;
+      auto step = [&](const std::vector<Value *> &cur) {
         note("accumulate {} value{}{}{}", outCombos.size() * redCombos.size(),
              outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : "",
              panels.empty() ? "" : ", packed buffers from their panels");
@@ -199,17 +181,12 @@ void CPULowerer::emitBody(Value *start, Value *end) {
           panelReads = true;
           panelStep = reduceStep("ridx", fr, firstUpcast);
         }
-        for (size_t o = 0; o < outCombos.size(); ++o)
-          for (size_t c = 0; c < redCombos.size(); ++c) {
-            std::vector<NodeRef> ix = idxs;
-            setUpcast(ix, outCombos[o], &redCombos[c]);
-            panelCombo = static_cast<int64_t>(c);
-            next[o] = accumulate(alu, eval(src, ix, nullptr, vec ? lanes : 0), next[o], rdt);
-          }
+        std::vector<Value *> next =
+            accumulateCombos(idxs, cur, vec ? lanes : 0, [&](size_t c) { panelCombo = static_cast<int64_t>(c); });
         panelReads = false;
         return next;
       };
-      std::vector<Value *> finals = reduceLoops(fr, init);
+      std::vector<Value *> finals = reduceLoops(fr, firstUpcast, idxs, init, step);
       for (auto *v : finals) {
         if (vecReduce) // the lanes' partial results, combined (in any order: reassoc)
           v = rop == Op::Sum ? b.CreateFAddReduce(ConstantFP::getNegativeZero(v->getType()->getScalarType()), v)
@@ -307,6 +284,13 @@ void CPULowerer::outerLoops(int axis, int endAxis, std::vector<NodeRef> &idxs, V
     outerLoops(axis + 1, endAxis, idxs, start, stop, body);
     return std::vector<Value *>{};
   });
+}
+
+KernelEmitter::LoopRange CPULowerer::reduceRange(int axis) {
+  int fr = k.firstReduce();
+  auto [lo, hi] = reduceAxisBounds(axis, fr);
+  const SInt &extent = k.fullShape()[axis];
+  return {lo, hi, extent - 1, !(axis == fr && kBlockStart) && mayBeEmpty(extent)};
 }
 
 std::pair<Value *, Value *> CPULowerer::reduceAxisBounds(int axis, int fr) {

@@ -81,6 +81,7 @@ private:
   /// The range of reduce axis `axis` (`fr`: the first reduce axis): the whole axis, or the
   /// current block of the first one.
   std::pair<Value *, Value *> reduceAxisBounds(int axis, int fr);
+  LoopRange reduceRange(int axis) override;
   /// A panel's reduce step, row-major over the reduce loops [fr, firstUpcast) whose counters are
   /// named `prefix` + axis, counted from the start of the current block.
   Value *reduceStep(const std::string &prefix, int fr, int firstUpcast);
@@ -101,7 +102,6 @@ private:
   int vecAxis = -1;
   int64_t lanes = 0;
   bool streamed = false; // a streaming store was emitted: fence before returning
-  NodeRef vidx;
   bool vecReduce = false; // the vector axis is a reduce axis (dot products)
   bool usesVidx(const Node &n) const;
   bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;

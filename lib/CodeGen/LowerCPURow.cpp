@@ -328,17 +328,8 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   // carry the accumulator through every row's passes
   auto body = [&] {
     DType rdt = dtypeOf(*topReduce);
-    std::function<Value *(int, Value *)> reduceLoops = [&](int axis, Value *acc) -> Value * {
-      if (axis >= rs) return row(acc);
-      std::string name = "ridx" + std::to_string(axis);
-      idxs[axis] = variable(name, 0, full[axis] - 1);
-      return loop(name, i64(0), renderSInt(full[axis]), mayBeEmpty(full[axis]), {acc},
-                  [&, axis, name](Value *iv, const std::vector<Value *> &c) {
-                    varValues[name] = iv;
-                    return std::vector<Value *>{reduceLoops(axis + 1, c[0])};
-                  })[0];
-    };
-    Val acc{reduceLoops(fr, vb.reduceInit(topReduce->op, rdt).v), rdt};
+    auto rows = [&](const std::vector<Value *> &c) { return std::vector<Value *>{row(c[0])}; };
+    Val acc{reduceLoops(fr, rs, idxs, {vb.reduceInit(topReduce->op, rdt).v}, rows)[0], rdt};
     std::vector<NodeRef> out = idxs;
     for (int a = fr; a < n; ++a) out[a] = numNode(0);
     storeOutput(out, eval(top, out, &acc));

@@ -233,6 +233,40 @@ std::string LoopTrace::str() const {
   return out;
 }
 
+KernelEmitter::LoopRange KernelEmitter::reduceRange(int axis) {
+  const SInt &extent = k.fullShape()[axis];
+  return {idxConst(0), renderSInt(extent), extent - 1, mayBeEmpty(extent)};
+}
+
+std::vector<Value *> KernelEmitter::reduceLoops(int from, int to, std::vector<NodeRef> &idxs,
+                                                const std::vector<Value *> &cur,
+                                                const std::function<std::vector<Value *>(const std::vector<Value *> &)> &innermost) {
+  if (from >= to) return innermost(cur);
+  std::string name = "ridx" + std::to_string(from);
+  LoopRange r = reduceRange(from);
+  idxs[from] = variable(name, 0, r.last);
+  return loop(name, r.lo, r.hi, r.maybeEmpty, cur, [&, from, name](Value *iv, const std::vector<Value *> &c) {
+    varValues[name] = iv;
+    return reduceLoops(from + 1, to, idxs, c, innermost);
+  });
+}
+
+std::vector<Value *> KernelEmitter::accumulateCombos(const std::vector<NodeRef> &idxs, const std::vector<Value *> &cur,
+                                                     int64_t lanes, const std::function<void(size_t)> &beforeCombo) {
+  DType rdt = dtypeOf(*k.reduceop);
+  Op alu = k.reduceop->op == Op::Sum ? Op::Add : Op::Max;
+  const KernelOp &src = *k.reduceop->src[0];
+  std::vector<Value *> next = cur;
+  for (size_t o = 0; o < nest.outCombos.size(); ++o)
+    for (size_t c = 0; c < nest.redCombos.size(); ++c) {
+      std::vector<NodeRef> ix = idxs;
+      setUpcast(ix, nest.outCombos[o], &nest.redCombos[c]);
+      if (beforeCombo) beforeCombo(c);
+      next[o] = accumulate(alu, eval(src, ix, nullptr, lanes), next[o], rdt);
+    }
+  return next;
+}
+
 std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,
                           const std::vector<Value *> &carried,
                           const std::function<std::vector<Value *>(Value *, const std::vector<Value *> &)> &body) {

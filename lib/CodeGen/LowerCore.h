@@ -44,7 +44,8 @@ private:
 class KernelEmitter {
 public:
   KernelEmitter(const Kernel &k, llvm::Module &m, MathLowering &math)
-      : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math), idxTy(llvm::Type::getInt64Ty(ctx)) {}
+      : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math), nest(LoopNest::of(k)),
+        idxTy(llvm::Type::getInt64Ty(ctx)) {}
   virtual ~KernelEmitter() = default;
   /// Writes the loop nest into `t` while lowering (null: not traced).
   void traceInto(LoopTrace *t) { trace = t; }
@@ -56,7 +57,33 @@ protected:
   llvm::LLVMContext &ctx;
   llvm::IRBuilder<> b;
   ValueBuilder vb;
-
+  /// The kernel's loop nest (LoopNest.h): its unrolled combinations, accumulators and (CPU) vector
+  /// axis, whose lanes the index `vidx` names (null without one).
+  const LoopNest nest;
+  NodeRef vidx;
+  /// Sets the unrolled axes of `ix` to output combination `oc` and reduce combination `rc` (null:
+  /// where the reduce is done), the vector axis to `vidx`.
+  void setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) const {
+    nest.setUpcast(ix, oc, rc, vidx);
+  }
+  /// A reduce loop's iterations [lo, hi), its index's largest value, and whether it may run none.
+  struct LoopRange {
+    Value *lo, *hi;
+    SInt last;
+    bool maybeEmpty;
+  };
+  /// The range of the reduce loop over `axis`: the whole axis (a driver narrows it where it runs
+  /// the axis in blocks, or bounds a symbolic index by its largest value).
+  virtual LoopRange reduceRange(int axis);
+  /// The reduce loops over axes [from, to), `ridx<axis>` each, their indices set in `idxs`,
+  /// carrying `cur`; inside the last, `innermost` gives the carried values' next ones.
+  std::vector<Value *> reduceLoops(int from, int to, std::vector<NodeRef> &idxs, const std::vector<Value *> &cur,
+                                   const std::function<std::vector<Value *>(const std::vector<Value *> &)> &innermost);
+  /// One step of the kernel's reduce at `idxs`: every output combination's accumulator in `cur`
+  /// takes the reduce's source at each reduce combination, on `lanes` lanes (0: scalars);
+  /// `beforeCombo(c)`, when given, runs before reduce combination `c` is evaluated.
+  std::vector<Value *> accumulateCombos(const std::vector<NodeRef> &idxs, const std::vector<Value *> &cur,
+                                        int64_t lanes, const std::function<void(size_t)> &beforeCombo = {});
   llvm::Function *fn = nullptr;
   std::vector<Value *> bufPtrs;               ///< data0..dataN
   std::map<std::string, Value *> varValues;   ///< index and kernel variables by name

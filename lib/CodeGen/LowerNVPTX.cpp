@@ -51,11 +51,6 @@ bool divisibleBy(const Node &n, int64_t w) {
 
 } // namespace
 
-void NVPTXLowerer::setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc,
-                             const std::vector<int64_t> *rc) const {
-  nest.setUpcast(ix, oc, rc, nullptr);
-}
-
 // Reads ctaid/tid for each hardware dim and makes the kernel axes' index nodes from them; axes
 // merged into one dim are split back with % and //.
 void NVPTXLowerer::bindThreadIndices(const std::vector<GPUDim> &dims, const char *prefix, bool grid) {
@@ -149,32 +144,11 @@ void NVPTXLowerer::prefetchVectorLoads(const KernelOp &root, bool early) {
   }
 }
 
-// The reduce loops of one thread over axes [axis, first upcast), accumulating every
-// (output-upcast, unroll) combination at the innermost level.
-std::vector<Value *> NVPTXLowerer::reduceLoops(int axis, const std::vector<Value *> &cur) {
-  const Shape &full = k.fullShape();
-  int firstUpcast = static_cast<int>(k.shapeLen()) - k.upcasted;
-  if (axis < firstUpcast) {
-    std::string name = "ridx" + std::to_string(axis);
-    idxs[axis] = variable(name, 0, maxBound(full[axis]) - 1);
-    return loop(name, idxConst(0), renderSInt(full[axis]), mayBeEmpty(full[axis]), cur,
-                [&, axis, name](Value *iv, const std::vector<Value *> &c) {
-                  varValues[name] = iv;
-                  return reduceLoops(axis + 1, c);
-                });
-  }
-  DType rdt = dtypeOf(*k.reduceop);
-  Op alu = k.reduceop->op == Op::Sum ? Op::Add : Op::Max;
-  const KernelOp &src = *k.reduceop->src[0];
-  prefetchVectorLoads(src, true);
-  std::vector<Value *> next = cur;
-  for (size_t o = 0; o < nest.outCombos.size(); ++o)
-    for (const auto &rc : nest.redCombos) {
-      std::vector<NodeRef> ix = idxs;
-      setUpcast(ix, nest.outCombos[o], &rc);
-      next[o] = accumulate(alu, eval(src, ix, nullptr), next[o], rdt);
-    }
-  return next;
+// A reduce loop's index is bounded by its largest value (a symbolic extent at its maximum), which
+// the narrow index type's range analysis needs.
+KernelEmitter::LoopRange NVPTXLowerer::reduceRange(int axis) {
+  const SInt &extent = k.fullShape()[axis];
+  return {idxConst(0), renderSInt(extent), SInt(maxBound(extent) - 1), mayBeEmpty(extent)};
 }
 
 // The reference's two-stage local reduce. Every thread stores its partials to shared memory at its
@@ -248,7 +222,6 @@ std::vector<Value *> NVPTXLowerer::groupReduce(const std::vector<Value *> &parti
 void NVPTXLowerer::emitBody() {
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce();
   int firstUpcast = n - k.upcasted;
-  nest = LoopNest::of(k);
   const auto &outCombos = nest.outCombos;
 
   std::vector<Val> accs;
@@ -258,7 +231,12 @@ void NVPTXLowerer::emitBody() {
     std::vector<Value *> init;
     for (size_t o = 0; o < nest.accumulators(); ++o) init.push_back(vb.reduceInit(k.reduceop->op, rdt).v);
     note("{} accumulator{} ({})", init.size(), init.size() == 1 ? "" : "s", opName(k.reduceop->op));
-    std::vector<Value *> finals = reduceLoops(fr + static_cast<int>(k.groupForReduce.size()), init);
+    // one thread's reduce loops (the group axes are its threads), then every combination per step
+    auto step = [&](const std::vector<Value *> &cur) {
+      prefetchVectorLoads(*k.reduceop->src[0], true);
+      return accumulateCombos(idxs, cur, 0);
+    };
+    std::vector<Value *> finals = reduceLoops(fr + static_cast<int>(k.groupForReduce.size()), firstUpcast, idxs, init, step);
     if (!k.groupForReduce.empty()) {
       note("combine the threads' partial results through shared memory");
       finals = groupReduce(finals, done);

@@ -31,14 +31,11 @@ private:
   llvm::GlobalVariable *shared = nullptr;
   std::string symbol;
   std::vector<NodeRef> idxs;
-  /// The loop nest: the unrolled axes (output-upcast and reduce-unroll) and their combinations.
-  LoopNest nest;
 
   void bindThreadIndices(const std::vector<GPUDim> &dims, const char *prefix, bool grid);
   void emitBody();
-  std::vector<Value *> reduceLoops(int axis, const std::vector<Value *> &cur);
+  LoopRange reduceRange(int axis) override;
   std::vector<Value *> groupReduce(const std::vector<Value *> &partials, llvm::BasicBlock *&done);
-  void setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc) const;
   void prefetchVectorLoads(const KernelOp &root, bool early);
 
   // row kernels (OPT=5): a block per row

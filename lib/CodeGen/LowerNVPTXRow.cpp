@@ -152,7 +152,6 @@ NVPTXLowerer::RowMoments NVPTXLowerer::blockMoments(RowMoments part, DType dt) {
 // reduced axes before the row carry each thread's partial through every row's passes, the final
 // pass accumulates it, and after the last row the tree combines the partials and thread 0 stores.
 void NVPTXLowerer::emitRowBody() {
-  const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
   rowThreads = std::max<int64_t>(1, k.rowThreads);
   if (rowThreads > 1) {
@@ -258,17 +257,8 @@ void NVPTXLowerer::emitRowBody() {
   }
   DType rdt = dtypeOf(*topReduce);
   Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
-  std::function<Value *(int, Value *)> reduceLoops = [&](int a, Value *acc) -> Value * {
-    if (a >= rs) return row(acc);
-    std::string name = "ridx" + std::to_string(a);
-    idxs[a] = variable(name, 0, maxBound(full[a]) - 1);
-    return loop(name, idxConst(0), renderSInt(full[a]), mayBeEmpty(full[a]), {acc},
-                [&, a, name](Value *iv, const std::vector<Value *> &c) {
-                  varValues[name] = iv;
-                  return std::vector<Value *>{reduceLoops(a + 1, c[0])};
-                })[0];
-  };
-  Value *part = reduceLoops(fr, vb.reduceInit(topReduce->op, rdt).v);
+  auto rows = [&](const std::vector<Value *> &c) { return std::vector<Value *>{row(c[0])}; };
+  Value *part = reduceLoops(fr, rs, idxs, {vb.reduceInit(topReduce->op, rdt).v}, rows)[0];
   Val total{blockReduce(alu, rdt, part), rdt};
   std::vector<NodeRef> out = idxs;
   for (int a = fr; a < n; ++a) out[a] = numNode(0);
