@@ -7,11 +7,11 @@
 // `__eq__`/`__hash__` (which compare renders) become a pointer comparison and a stored hash.
 #include "SymbolicImpl.h"
 #include "lazyjit/Support/Math.h"
+#include "lazyjit/Support/ProbeTable.h"
 
 #include <algorithm>
 #include <functional>
 #include <mutex>
-#include <unordered_map>
 
 namespace lazyjit {
 
@@ -46,7 +46,7 @@ namespace {
 
 struct ClassTable {
   std::mutex mu;
-  std::unordered_multimap<size_t, const NodeClass *> map;
+  ProbeTable<const NodeClass *> classes; ///< by hash
 };
 ClassTable &classTable() {
   static ClassTable *t = new ClassTable(); // never destroyed: nodes may outlive static destruction
@@ -122,16 +122,17 @@ std::shared_ptr<const NodeClass> internClass(NodeClass::Key key) {
   ClassTable &t = classTable();
   std::shared_ptr<const NodeClass> found; // released (if ever) after the lock, whose mutex its destructor takes
   std::lock_guard lock(t.mu);
-  auto [lo, hi] = t.map.equal_range(h);
-  for (auto it = lo; it != hi && !found; ++it)
+  t.classes.find(h, [&](const NodeClass *c) {
     // empty while dying. Through the non-const weak_from_this: libstdc++ converts a weak_ptr<T> to
     // weak_ptr<const T> by locking it, and that temporary owner, released here under the lock, is
     // the last one when another thread drops its reference meanwhile: ~NodeClass then takes this
     // mutex on the thread that holds it (a deadlock seen compiling kernels on two threads)
-    if (it->second->key == key) found = const_cast<NodeClass *>(it->second)->weak_from_this().lock();
+    if (c->key == key) found = const_cast<NodeClass *>(c)->weak_from_this().lock();
+    return found != nullptr;
+  });
   if (!found) {
     found = std::make_shared<NodeClass>(std::move(key), h);
-    t.map.emplace(h, found.get());
+    t.classes.insert(h, found.get());
   }
   return found;
 }
@@ -141,17 +142,14 @@ std::shared_ptr<const NodeClass> internClass(NodeClass::Key key) {
 NodeClass::~NodeClass() {
   ClassTable &t = classTable();
   std::lock_guard lock(t.mu);
-  auto [lo, hi] = t.map.equal_range(hash);
-  for (auto it = lo; it != hi; ++it)
-    if (it->second == this) { // an equal class made while this one was dying stays
-      t.map.erase(it);
-      return;
-    }
+  // (an equal class made while this one was dying stays)
+  using Visit = ProbeTable<const NodeClass *>::Visit;
+  t.classes.visit(hash, [this](const NodeClass *c) { return c == this ? Visit::EraseStop : Visit::Next; });
 }
 
 size_t symbolicClassCount() {
   std::lock_guard lock(classTable().mu);
-  return classTable().map.size();
+  return classTable().classes.size();
 }
 
 NodeRef NodeFactory::build(Node::Init init) {

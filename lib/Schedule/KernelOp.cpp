@@ -5,6 +5,7 @@
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Schedule/NodeDType.h"
 #include "lazyjit/Support/Math.h"
+#include "lazyjit/Support/ProbeTable.h"
 #include "lazyjit/Support/Release.h"
 
 #include <algorithm>
@@ -16,60 +17,12 @@ namespace lazyjit {
 
 namespace {
 
-// The live nodes, in an open-addressed table of pointers (linear probing; a removed node leaves a
-// tombstone until the next rehash): one allocation per rehash, none per node, where a node-based
-// hash map would add one to every node the scheduler builds.
+// The live nodes, in an open-addressed table (ProbeTable) of pointers with their hashes: one
+// allocation per rehash, none per node, where a node-based hash map would add one to every node
+// the scheduler builds; a probe compares the slot's hash, not the node's.
 struct InternTable {
-  static inline const KernelOp *const kTomb = reinterpret_cast<const KernelOp *>(alignof(KernelOp));
   std::mutex mu;
-  std::vector<const KernelOp *> slots = std::vector<const KernelOp *>(1024, nullptr);
-  size_t live = 0, used = 0; // used: live nodes and tombstones
-
-  static size_t mix(size_t x) { // splitmix64's finalizer: the node hashes combine weakly
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
-  size_t first(size_t h) const { return mix(h) & (slots.size() - 1); }
-  size_t next(size_t i) const { return (i + 1) & (slots.size() - 1); }
-
-  /// The live node `match` accepts among those of hash `h`, or null.
-  template <typename Match> const KernelOp *find(size_t h, Match &&match) const {
-    for (size_t i = first(h); slots[i]; i = next(i))
-      if (slots[i] != kTomb && slots[i]->hash() == h && match(*slots[i])) return slots[i];
-    return nullptr;
-  }
-  void insert(const KernelOp *x) {
-    if ((used + 1) * 2 > slots.size()) rehash();
-    size_t i = first(x->hash());
-    while (slots[i] && slots[i] != kTomb) i = next(i);
-    used += slots[i] == nullptr;
-    slots[i] = x;
-    ++live;
-  }
-  void erase(const KernelOp *x) {
-    for (size_t i = first(x->hash()); slots[i]; i = next(i))
-      if (slots[i] == x) {
-        slots[i] = kTomb;
-        --live;
-        return;
-      }
-  }
-  void rehash() {
-    size_t n = 1024;
-    while (n < live * 4) n *= 2;
-    std::vector<const KernelOp *> old(n, nullptr);
-    old.swap(slots);
-    used = live;
-    for (const KernelOp *x : old)
-      if (x && x != kTomb) {
-        size_t i = first(x->hash());
-        while (slots[i]) i = next(i);
-        slots[i] = x;
-      }
-  }
+  ProbeTable<const KernelOp *> nodes;
 };
 InternTable &internTable() {
   static InternTable *t = new InternTable(); // never destroyed: nodes may outlive static destruction
@@ -108,7 +61,8 @@ KernelOpRef KernelOp::make(Op op, std::vector<KernelOpRef> src, LazyOpArg arg) {
   std::shared_ptr<KernelOp> found; // released (if ever) after the lock, whose mutex its destructor takes
   {
     std::lock_guard lock(t.mu);
-    t.find(h, [&](const KernelOp &x) {
+    t.nodes.find(h, [&](const KernelOp *node) {
+      const KernelOp &x = *node;
       if (x.op != op || x.src.size() != src.size()) return false;
       for (size_t i = 0; i < src.size(); ++i)
         if (x.src[i] != src[i]) return false;
@@ -121,7 +75,7 @@ KernelOpRef KernelOp::make(Op op, std::vector<KernelOpRef> src, LazyOpArg arg) {
     });
     if (found) return found;
     found = std::make_shared<KernelOp>(Token(), op, std::move(src), std::move(arg), h);
-    t.insert(found.get());
+    t.nodes.insert(h, found.get());
   }
   return found;
 }
@@ -162,7 +116,9 @@ KernelOp::~KernelOp() {
   {
     InternTable &t = internTable();
     std::lock_guard lock(t.mu);
-    t.erase(this); // (an equal node made while this one was dying stays)
+    // (an equal node made while this one was dying stays)
+    using Visit = ProbeTable<const KernelOp *>::Visit;
+    t.nodes.visit(hash_, [this](const KernelOp *x) { return x == this ? Visit::EraseStop : Visit::Next; });
   }
   // (the sources are this node's own: nothing else can see it any more)
   for (auto &s : const_cast<std::vector<KernelOpRef> &>(src)) deferRelease(std::move(s));
@@ -170,7 +126,7 @@ KernelOp::~KernelOp() {
 
 size_t kernelOpCount() {
   std::lock_guard lock(internTable().mu);
-  return internTable().live;
+  return internTable().nodes.size();
 }
 
 const ShapeTracker &KernelOp::bufferSt() const {

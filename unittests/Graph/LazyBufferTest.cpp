@@ -211,3 +211,27 @@ TEST_CASE("LazyBuffer dedup cache: a buffer that dies takes its entry with it") 
   u.reset();
   CHECK(lazyCacheEntries() == before);
 }
+
+TEST_CASE("LazyBuffer dedup cache: hits survive the table's growth and sweeps, and a freed graph leaves nothing") {
+  auto a = emptyBuf(8);
+  lazyCacheSize();
+  size_t before = lazyCacheEntries();
+  // 30,000 entries: the table rehashes several times and sweeps on the way
+  std::vector<LazyBufferRef> chain{a->e(opts, Op::Neg)};
+  for (int i = 0; i < 30000; ++i) chain.push_back(chain.back()->e(opts, i % 2 ? Op::Sqrt : Op::Neg));
+  CHECK(lazyCacheEntries() == before + chain.size());
+  CHECK(a->e(opts, Op::Neg) == chain[0]);
+  CHECK(chain[20000]->e(opts, Op::Neg) == chain[20001]);
+  auto other = chain[20000]->e(opts, Op::Sqrt); // another op: a new buffer, an entry
+  CHECK(other != chain[20001]);
+  CHECK(lazyCacheEntries() == before + chain.size() + 1);
+  other.reset();
+  CHECK(lazyCacheEntries() == before + chain.size());
+  // the chain's last 10,000 buffers die (the ones before are their sources): their entries go
+  chain.resize(chain.size() - 10000);
+  CHECK(lazyCacheEntries() == before + 20001);
+  CHECK(chain[1000]->e(opts, chain[1001]->op->op) == chain[1001]);
+  chain.clear();
+  CHECK(lazyCacheEntries() == before);
+  CHECK(lazyCacheSize() == before);
+}

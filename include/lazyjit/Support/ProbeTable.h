@@ -1,0 +1,98 @@
+// An open-addressed hash table of values stored with their hashes (linear probing): one allocation
+// per rehash and none per entry, where a node-based std::unordered_multimap allocates a node per
+// entry and chases pointers through its buckets on every lookup, a cache miss each once the table
+// outgrows the caches. An erased slot is a tombstone until the next rehash. Not synchronized: its
+// owner locks it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lazyjit {
+
+template <typename V> class ProbeTable {
+public:
+  /// What a visit does with the value it was shown: go on, erase it and go on, stop, or erase it
+  /// and stop.
+  enum class Visit { Next, Erase, Stop, EraseStop };
+
+  /// Shows `visit` the values stored under hash `h`, in probe order, until it returns Stop or
+  /// EraseStop; a value it returns Erase or EraseStop for is erased.
+  template <typename F> void visit(size_t h, F &&visit) {
+    for (size_t i = first(h); slots[i].state != kEmpty; i = next(i)) {
+      Slot &s = slots[i];
+      if (s.state != kLive || s.hash != h) continue;
+      Visit v = visit(s.value);
+      if (v == Visit::Erase || v == Visit::EraseStop) {
+        s.state = kTomb;
+        s.value = V();
+        --live;
+      }
+      if (v == Visit::Stop || v == Visit::EraseStop) return;
+    }
+  }
+  /// The first value under hash `h` that `match` accepts (null: none).
+  template <typename F> V *find(size_t h, F &&match) {
+    for (size_t i = first(h); slots[i].state != kEmpty; i = next(i))
+      if (slots[i].state == kLive && slots[i].hash == h && match(slots[i].value)) return &slots[i].value;
+    return nullptr;
+  }
+  void insert(size_t h, V v) {
+    if ((used + 1) * 2 > slots.size()) rehash(live + 1);
+    size_t i = first(h);
+    while (slots[i].state == kLive) i = next(i);
+    used += slots[i].state == kEmpty;
+    slots[i] = Slot{h, std::move(v), kLive};
+    ++live;
+  }
+  /// Erases every value `drop` holds for and rehashes (a sweep over the whole table); `drop` takes
+  /// each value by reference and may rewrite the ones it keeps.
+  template <typename F> void eraseIf(F &&drop) {
+    for (Slot &s : slots)
+      if (s.state == kLive && drop(s.value)) {
+        s.state = kTomb;
+        s.value = V();
+        --live;
+      }
+    rehash(live);
+  }
+  size_t size() const { return live; }
+
+private:
+  static constexpr uint8_t kEmpty = 0, kLive = 1, kTomb = 2;
+  struct Slot {
+    size_t hash = 0;
+    V value{};
+    uint8_t state = kEmpty;
+  };
+  std::vector<Slot> slots = std::vector<Slot>(kMinSlots);
+  size_t live = 0, used = 0; // used: live values and tombstones
+  static constexpr size_t kMinSlots = 1024;
+
+  static size_t mix(size_t x) { // splitmix64's finalizer: hashCombine's hashes mix weakly
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+  size_t first(size_t h) const { return mix(h) & (slots.size() - 1); }
+  size_t next(size_t i) const { return (i + 1) & (slots.size() - 1); }
+  /// Room for `count` values at most a quarter full, the tombstones dropped.
+  void rehash(size_t count) {
+    size_t n = kMinSlots;
+    while (n < count * 4) n *= 2;
+    std::vector<Slot> old(n);
+    old.swap(slots);
+    used = live;
+    for (Slot &s : old)
+      if (s.state == kLive) {
+        size_t i = first(s.hash);
+        while (slots[i].state != kEmpty) i = next(i);
+        slots[i] = std::move(s);
+      }
+  }
+};
+
+} // namespace lazyjit
