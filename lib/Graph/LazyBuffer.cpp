@@ -99,7 +99,7 @@ using graph_detail::forgetCacheEntry;
 
 LazyBuffer::~LazyBuffer() {
   --liveCounter();
-  if (op) forgetCacheEntry(this, device, dtype_, optype, *op, base_.get());
+  if (inCache_) forgetCacheEntry(this);
   // leave every set first: nothing may see this buffer as a live child while its members go
   for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
   if (op) op->owners_.erase(this);

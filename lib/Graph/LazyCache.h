@@ -7,8 +7,7 @@
 
 namespace lazyjit::graph_detail {
 
-/// Takes the entry of dying buffer `b` (created with these fields) out of the dedup cache at once.
-void forgetCacheEntry(const LazyBuffer *b, const std::string &device, DType dtype, OpType optype, const LazyOp &op,
-                      const LazyBuffer *base);
+/// Takes dying buffer `b` out of the dedup cache (it is in it: LazyBuffer::inCache_).
+void forgetCacheEntry(const LazyBuffer *b);
 
 } // namespace lazyjit::graph_detail

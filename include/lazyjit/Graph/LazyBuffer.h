@@ -59,6 +59,10 @@ private:
   PtrList<LazyBuffer> items;
 };
 
+namespace graph_detail {
+struct LazyCacheAccess;
+}
+
 class LazyBuffer : public std::enable_shared_from_this<LazyBuffer> {
 public:
   std::string device;
@@ -146,6 +150,7 @@ public:
 private:
   friend class WeakBufferSet;
   friend class LazyOp; // unlinks itself from users_ when it dies
+  friend struct graph_detail::LazyCacheAccess; // the dedup cache (LazyCache.cpp)
   /// The sets (other buffers' `views`, `realizedChildren_`, `discarded_`) this buffer is in.
   PtrList<WeakBufferSet> memberOf_;
   /// The linked ops that have this buffer as a direct source.
@@ -158,6 +163,12 @@ private:
   std::shared_ptr<Buffer> realized_;
   LazyBufferRef base_;
   DType dtype_;
+  /// The dedup cache holds this buffer under `cacheHash_` until it dies. `cacheOp_` is its op as
+  /// the cache compares it, kept weakly: realization drops `op`, and an equal op still alive
+  /// elsewhere finds the realized buffer, as the reference's weak key does.
+  bool inCache_ = false;
+  size_t cacheHash_ = 0;
+  std::weak_ptr<const LazyOp> cacheOp_;
 
   LazyBufferRef reduceOp(const GraphOptions &o, Op op, const Shape &newShape);
   void linkOp();
@@ -172,11 +183,8 @@ LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device,
 LazyBuffer *getMovementRoot(LazyBuffer *root, bool allowContiguous = false);
 LazyBuffer *getMovementRootContiguous(LazyBuffer *x);
 
-/// The number of live entries in the dedup cache (for tests).
+/// The number of buffers in the dedup cache (for tests): each is there until it dies.
 size_t lazyCacheSize();
-/// The number of entries in the dedup cache, live or not, without sweeping: a buffer that dies
-/// takes its entry with it (for tests).
-size_t lazyCacheEntries();
 /// The number of LazyBuffers alive (for tests that check a graph is freed).
 size_t liveLazyBufferCount();
 
