@@ -112,3 +112,27 @@ TEST_CASE("ProbeTable: growth, tombstone churn and sweeps keep exactly the live 
     model.clear();
   }
 }
+
+TEST_CASE("ProbeTable: it grows to stay at most half full and gives its slots back once emptied") {
+  Table t;
+  size_t small = t.capacity();
+  for (int v = 0; v < 100000; ++v) {
+    t.insert(static_cast<size_t>(v) * 7919, v);
+    REQUIRE(t.size() * 2 <= t.capacity());
+  }
+  size_t big = t.capacity();
+  CHECK(big > small);
+  // a freed graph: every value erased in turn; the table shrinks on the way, what is left found
+  for (int v = 0; v < 100000; ++v) {
+    t.visit(static_cast<size_t>(v) * 7919, [v](int x) { return x == v ? Visit::EraseStop : Visit::Next; });
+    if (v == 95000) {
+      CHECK(t.capacity() < big);
+      for (int w = 95001; w < 100000; w += 997) {
+        int x = w;
+        REQUIRE(t.find(static_cast<size_t>(w) * 7919, [x](int y) { return y == x; }) != nullptr);
+      }
+    }
+  }
+  CHECK(t.size() == 0);
+  CHECK(t.capacity() == small);
+}

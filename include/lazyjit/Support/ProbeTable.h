@@ -18,7 +18,8 @@ public:
   enum class Visit { Next, Erase, Stop, EraseStop };
 
   /// Shows `visit` the values stored under hash `h`, in probe order, until it returns Stop or
-  /// EraseStop; a value it returns Erase or EraseStop for is erased.
+  /// EraseStop; a value it returns Erase or EraseStop for is erased. A table left at most an
+  /// eighth full shrinks.
   template <typename F> void visit(size_t h, F &&visit) {
     for (size_t i = first(h); slots[i].state != kEmpty; i = next(i)) {
       Slot &s = slots[i];
@@ -29,8 +30,10 @@ public:
         s.value = V();
         --live;
       }
-      if (v == Visit::Stop || v == Visit::EraseStop) return;
+      if (v == Visit::Stop || v == Visit::EraseStop) break;
     }
+    // a table that emptied (the graph it held was freed) gives its slots back at once
+    if (live * 8 < slots.size() && slots.size() > kMinSlots) rehash(live);
   }
   /// The first value under hash `h` that `match` accepts (null: none).
   template <typename F> V *find(size_t h, F &&match) {
@@ -58,6 +61,7 @@ public:
     rehash(live);
   }
   size_t size() const { return live; }
+  size_t capacity() const { return slots.size(); }
 
 private:
   static constexpr uint8_t kEmpty = 0, kLive = 1, kTomb = 2;
