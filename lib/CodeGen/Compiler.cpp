@@ -180,6 +180,7 @@ enum class Until { Loops, LLVM, LLVMOpt, Code };
 struct Compiled {
   explicit Compiled(Kernel k) : kernel(std::move(k)) {}
   Kernel kernel;
+  LoopNest nest;
   std::unique_ptr<llvm::LLVMContext> ctx;
   std::unique_ptr<llvm::TargetMachine> tm;
   std::unique_ptr<llvm::Module> module;
@@ -194,22 +195,25 @@ Compiled runPasses(const KernelOpRef &ast, const TargetSpec &t, const CompileOpt
   Compiled c(buildKernel(ast, t, o));
   const std::string &name = c.kernel.name();
   LAZYJIT_LOG(CodeGen, 4, "pass kernel:\n{}", kernelSummary(c.kernel));
-  // 2. lowering to LLVM IR, for the CPU or NVPTX; it writes the loop nest it emits
+  // 2. the loop nest: what each axis becomes, the unrolled combinations and accumulators
+  c.nest = LoopNest::of(c.kernel);
+  LAZYJIT_LOG(CodeGen, 4, "pass loop-nest of {}: {}", name, c.nest.str());
+  // 3. lowering to LLVM IR from the loop nest, for the CPU or NVPTX; it writes the loops it emits
   c.ctx = std::make_unique<llvm::LLVMContext>();
   c.tm = makeTargetMachine(t);
   c.module = std::make_unique<llvm::Module>(name, *c.ctx);
   c.module->setTargetTriple(t.triple);
   c.module->setDataLayout(c.tm->createDataLayout());
   bool traceLoops = until == Until::Loops || debugAtLeast(4);
-  lowerKernel(c.kernel, *c.module, symbolFor(*ast, t, o), t, traceLoops ? &c.loops : nullptr);
+  lowerKernel(c.kernel, c.nest, *c.module, symbolFor(*ast, t, o), t, traceLoops ? &c.loops : nullptr);
   LAZYJIT_LOG(CodeGen, 4, "pass loops of {}:\n{}", name, c.loops.str());
   LAZYJIT_LOG(CodeGen, 4, "pass lower of {}: LLVM IR\n{}", name, moduleText(*c.module));
   if (until == Until::LLVM || until == Until::Loops) return c;
-  // 3. LLVM's optimization pipeline at the target's level
+  // 4. LLVM's optimization pipeline at the target's level
   optimize(*c.module, *c.tm, t.optLevel);
   LAZYJIT_LOG(CodeGen, 4, "pass llvm-opt of {}: LLVM IR\n{}", name, moduleText(*c.module));
   if (until == Until::LLVMOpt) return c;
-  // 4. code: an object file to link into the JIT, or PTX for the driver
+  // 5. code: an object file to link into the JIT, or PTX for the driver
   bool ptx = t.kind == TargetSpec::Kind::NVPTX;
   c.code = emitFile(*c.module, *c.tm, ptx ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile);
   if (ptx) LAZYJIT_LOG(CodeGen, 4, "pass emit of {}: PTX\n{}", name, std::string(c.code.begin(), c.code.end()));

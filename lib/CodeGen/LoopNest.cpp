@@ -72,6 +72,15 @@ LoopNest LoopNest::of(const Kernel &k) {
   return nest;
 }
 
+std::string LoopNest::str() const {
+  std::string s = "axes";
+  for (Role r : roles) s += std::string(" ") + roleName(r);
+  s += fmt::format("; {} accumulator{} (output combinations), {} reduce combination{} per step", outCombos.size(),
+                   outCombos.size() == 1 ? "" : "s", redCombos.size(), redCombos.size() == 1 ? "" : "s");
+  if (vecAxis >= 0) s += fmt::format("; vector axis {} of {} lanes{}", vecAxis, lanes, vecReduce ? " (partial sums)" : "");
+  return s;
+}
+
 void LoopNest::setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &oc, const std::vector<int64_t> *rc,
                          const NodeRef &vidx) const {
   for (size_t i = 0; i < outUp.size(); ++i) ix[outUp[i]] = numNode(oc[i]);
@@ -98,7 +107,8 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
     }
     if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) {
       std::optional<DType> dt = x->kernelDType();
-      if (!dt || !vectorMathFn(x->op, *dt, lanes, o.vectorBits, o.vectorMath)) return false;
+      LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} without a dtype in a kernel AST", opName(x->op));
+      if (!vectorMathFn(x->op, *dt, lanes, o.vectorBits, o.vectorMath)) return false;
     }
   }
   return true;
@@ -140,8 +150,12 @@ void chooseVectorAxis(Kernel &k) {
   }
   // dot products: the vector partial sums must be float (a reduction of i1 lanes would not be)
   int64_t last = full[n - 1].asInt();
-  if (lastOut != n - 1 && last >= 8 && last <= 64 && k.reduceop && k.reduceop->kernelDType() &&
-      k.reduceop->kernelDType()->isFloating() && lanesSupported(ops, last, k.opts)) {
+  bool floatReduce = false;
+  if (k.reduceop) {
+    LAZYJIT_INTERNAL_CHECK(k.reduceop->kernelDType().has_value(), "codegen: a reduce without a dtype in a kernel AST");
+    floatReduce = k.reduceop->kernelDType()->isFloating();
+  }
+  if (lastOut != n - 1 && last >= 8 && last <= 64 && floatReduce && lanesSupported(ops, last, k.opts)) {
     k.vectorAxis = n - 1;
     k.vectorReduce = true;
     return;

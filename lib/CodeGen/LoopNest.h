@@ -44,6 +44,8 @@ struct LoopNest {
                  const NodeRef &vidx) const;
   /// "global", "reduce", "vector", ... (`--emit=kernel`'s axes line).
   static const char *roleName(Role r);
+  /// One line for the pass list's log: the roles, the combinations, the vector.
+  std::string str() const;
 };
 
 /// Whether the CPU's vector mode computes every node among `ops` on `lanes` lanes: float32/float64

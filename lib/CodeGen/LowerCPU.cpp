@@ -447,8 +447,9 @@ Function *CPULowerer::lower(const std::string &symbol) {
   return entryFn;
 }
 
-Function *lowerKernelCPU(const Kernel &k, Module &m, const std::string &symbol, LoopTrace *trace) {
-  CPULowerer l(k, m);
+Function *lowerKernelCPU(const Kernel &k, const LoopNest &nest, Module &m, const std::string &symbol,
+                         LoopTrace *trace) {
+  CPULowerer l(k, nest, m);
   l.traceInto(trace);
   return l.lower(symbol);
 }

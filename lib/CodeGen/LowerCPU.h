@@ -38,8 +38,8 @@ std::vector<const KernelOp *> rowPassNodes(const KernelOp *root);
 /// Lowers one Kernel for a CPU target (lowerKernelCPU); see LowerCPU.cpp for the IR it emits.
 class CPULowerer : public KernelEmitter {
 public:
-  CPULowerer(const Kernel &k, llvm::Module &m)
-      : KernelEmitter(k, m, math), math(k.opts.vectorBits, llvm::Triple(m.getTargetTriple()), k.rowKernel) {}
+  CPULowerer(const Kernel &k, const LoopNest &nest, llvm::Module &m)
+      : KernelEmitter(k, nest, m, math), math(k.opts.vectorBits, llvm::Triple(m.getTargetTriple()), k.rowKernel) {}
   llvm::Function *lower(const std::string &symbol);
 
 private:

@@ -43,9 +43,8 @@ private:
 
 class KernelEmitter {
 public:
-  KernelEmitter(const Kernel &k, llvm::Module &m, MathLowering &math)
-      : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math), nest(LoopNest::of(k)),
-        idxTy(llvm::Type::getInt64Ty(ctx)) {}
+  KernelEmitter(const Kernel &k, const LoopNest &nest, llvm::Module &m, MathLowering &math)
+      : k(k), m(m), ctx(m.getContext()), b(ctx), vb(b, math), nest(nest), idxTy(llvm::Type::getInt64Ty(ctx)) {}
   virtual ~KernelEmitter() = default;
   /// Writes the loop nest into `t` while lowering (null: not traced).
   void traceInto(LoopTrace *t) { trace = t; }
@@ -57,9 +56,9 @@ protected:
   llvm::LLVMContext &ctx;
   llvm::IRBuilder<> b;
   ValueBuilder vb;
-  /// The kernel's loop nest (LoopNest.h): its unrolled combinations, accumulators and (CPU) vector
-  /// axis, whose lanes the index `vidx` names (null without one).
-  const LoopNest nest;
+  /// The kernel's loop nest (LoopNest.h, the pass before lowering): its unrolled combinations,
+  /// accumulators and (CPU) vector axis, whose lanes the index `vidx` names (null without one).
+  const LoopNest &nest;
   NodeRef vidx;
   /// Sets the unrolled axes of `ix` to output combination `oc` and reduce combination `rc` (null:
   /// where the reduce is done), the vector axis to `vidx`.

@@ -4,14 +4,15 @@
 
 namespace lazyjit {
 
-llvm::Function *lowerKernelCPU(const Kernel &k, llvm::Module &m, const std::string &symbol, LoopTrace *trace);
-llvm::Function *lowerKernelNVPTX(const Kernel &k, llvm::Module &m, const std::string &symbol,
-                                 const TargetSpec &target, LoopTrace *trace);
+llvm::Function *lowerKernelCPU(const Kernel &k, const LoopNest &nest, llvm::Module &m, const std::string &symbol,
+                               LoopTrace *trace);
+llvm::Function *lowerKernelNVPTX(const Kernel &k, const LoopNest &nest, llvm::Module &m, const std::string &symbol,
+                                 LoopTrace *trace);
 
-llvm::Function *lowerKernel(const Kernel &k, llvm::Module &m, const std::string &symbol,
+llvm::Function *lowerKernel(const Kernel &k, const LoopNest &nest, llvm::Module &m, const std::string &symbol,
                             const TargetSpec &target, LoopTrace *trace) {
-  if (target.kind == TargetSpec::Kind::NVPTX) return lowerKernelNVPTX(k, m, symbol, target, trace);
-  return lowerKernelCPU(k, m, symbol, trace);
+  if (target.kind == TargetSpec::Kind::NVPTX) return lowerKernelNVPTX(k, nest, m, symbol, trace);
+  return lowerKernelCPU(k, nest, m, symbol, trace);
 }
 
 } // namespace lazyjit

@@ -15,7 +15,7 @@ namespace lazyjit {
 /// Emits the kernel into `m` as the entry point `symbol` (plus `symbol`_range on CPU) and returns
 /// the entry function; writes the loop nest into `trace` when given. Throws CompileError if the IR
 /// does not verify.
-llvm::Function *lowerKernel(const Kernel &k, llvm::Module &m, const std::string &symbol,
+llvm::Function *lowerKernel(const Kernel &k, const LoopNest &nest, llvm::Module &m, const std::string &symbol,
                             const TargetSpec &target, LoopTrace *trace = nullptr);
 
 } // namespace lazyjit

@@ -337,14 +337,13 @@ void annotate(Module &m, Function *fn, const GPULaunch &launch) {
 
 } // namespace
 
-Function *lowerKernelNVPTX(const Kernel &k, Module &m, const std::string &symbol, const TargetSpec &target,
+Function *lowerKernelNVPTX(const Kernel &k, const LoopNest &nest, Module &m, const std::string &symbol,
                            LoopTrace *trace) {
-  (void)target;
   GPULaunch launch = gpuLaunch(k);
   Function *fn = nullptr;
   LoopTrace narrowTrace;
   {
-    NVPTXLowerer narrow(k, m, launch, /*wideIndex=*/false);
+    NVPTXLowerer narrow(k, nest, m, launch, /*wideIndex=*/false);
     if (trace) narrow.traceInto(&narrowTrace);
     fn = narrow.lower(symbol);
     if (narrow.overflowRisk()) {
@@ -356,7 +355,7 @@ Function *lowerKernelNVPTX(const Kernel &k, Module &m, const std::string &symbol
     }
   }
   if (!fn) {
-    NVPTXLowerer wide(k, m, launch, /*wideIndex=*/true);
+    NVPTXLowerer wide(k, nest, m, launch, /*wideIndex=*/true);
     wide.traceInto(trace);
     fn = wide.lower(symbol);
     wide.verify();

@@ -15,8 +15,8 @@ inline constexpr unsigned kNVPTXGlobalAS = 1, kNVPTXSharedAS = 3;
 
 class NVPTXLowerer : public KernelEmitter {
 public:
-  NVPTXLowerer(const Kernel &k, llvm::Module &m, const GPULaunch &launch, bool wideIndex)
-      : KernelEmitter(k, m, math), launch(launch) {
+  NVPTXLowerer(const Kernel &k, const LoopNest &nest, llvm::Module &m, const GPULaunch &launch, bool wideIndex)
+      : KernelEmitter(k, nest, m, math), launch(launch) {
     if (!wideIndex) idxTy = llvm::Type::getInt32Ty(ctx);
   }
   llvm::Function *lower(const std::string &symbol);

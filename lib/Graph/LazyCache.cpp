@@ -2,6 +2,7 @@
 // live buffer equal to the one asked for, and a dying buffer takes its entry with it.
 #include "LazyCache.h"
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/Logging.h"
 #include "lazyjit/Support/Math.h"
 #include "lazyjit/Support/ProbeTable.h"
@@ -66,6 +67,17 @@ namespace {
 
 using LazyCache = graph_detail::LazyCacheAccess;
 
+// Set while this thread holds the cache's lock. Nothing may free a buffer then: its destructor
+// takes the lock (a deadlock), and skipping its removal would leave a dangling pointer in the
+// table. The lookup keeps the ops it locked until after the lock for this reason.
+thread_local bool cacheLocked = false;
+
+struct CacheLock {
+  explicit CacheLock(std::mutex &m) : guard(m) { cacheLocked = true; }
+  ~CacheLock() { cacheLocked = false; }
+  std::lock_guard<std::mutex> guard;
+};
+
 // The one deliberate global of the graph (STYLE.md): it lives behind this function.
 LazyCache &lazyCache() {
   static LazyCache *c = new LazyCache(); // never destroyed: buffers may outlive static destruction
@@ -75,14 +87,15 @@ LazyCache &lazyCache() {
 } // namespace
 
 void graph_detail::forgetCacheEntry(const LazyBuffer *b) {
+  LAZYJIT_INTERNAL_CHECK(!cacheLocked, "a LazyBuffer died while its thread held the dedup cache's lock");
   auto &cache = lazyCache();
-  std::lock_guard lock(cache.mu);
+  CacheLock lock(cache.mu);
   cache.erase(*b);
 }
 
 size_t lazyCacheSize() {
   auto &c = lazyCache();
-  std::lock_guard lock(c.mu);
+  CacheLock lock(c.mu);
   return c.buffers.size();
 }
 
@@ -105,7 +118,7 @@ LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device,
   size_t h = LazyCache::hashOf(device, dtype, optype, *op, base.get());
   std::vector<std::shared_ptr<const LazyOp>> held; // released after the lock
   {
-    std::lock_guard lock(cache.mu);
+    CacheLock lock(cache.mu);
     if (LazyBufferRef hit = cache.find(h, device, dtype, optype, *op, base.get(), held)) {
       LAZYJIT_LOG(Graph, 2, "lazycache hit: {} reuses an equal {}", hit->repr(), opName(op->op));
       hit->readdAsChild(*op);
@@ -113,7 +126,7 @@ LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device,
     }
   }
   LazyBufferRef ret = LazyBuffer::create(device, std::move(st), optype, std::move(op), dtype, nullptr, std::move(base));
-  std::lock_guard lock(cache.mu);
+  CacheLock lock(cache.mu);
   cache.insert(h, *ret);
   return ret;
 }

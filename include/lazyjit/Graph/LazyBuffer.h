@@ -65,11 +65,12 @@ struct LazyCacheAccess;
 
 class LazyBuffer : public std::enable_shared_from_this<LazyBuffer> {
 public:
-  std::string device;
+  // (device and optype never change: the dedup cache compares them against the hash it stored)
+  const std::string device;
   const ShapeTracker st;
   /// st.shape(); `st` is never reassigned, so this stays valid (and saves a copy per node).
   const Shape &shape;
-  OpType optype;
+  const OpType optype;
   /// The op that computes this buffer; null once it is realized (the reference's `del op`).
   LazyOpRef op;
   /// The buffer an assign writes into (reference `output_buffer`).

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 namespace lazyjit {
@@ -18,9 +19,10 @@ public:
   enum class Visit { Next, Erase, Stop, EraseStop };
 
   /// Shows `visit` the values stored under hash `h`, in probe order, until it returns Stop or
-  /// EraseStop; a value it returns Erase or EraseStop for is erased. A table left at most an
-  /// eighth full shrinks.
+  /// EraseStop; a value it returns Erase or EraseStop for is erased. A table an erase leaves less
+  /// than an eighth full shrinks (a value found before may move).
   template <typename F> void visit(size_t h, F &&visit) {
+    bool erased = false;
     for (size_t i = first(h); slots[i].state != kEmpty; i = next(i)) {
       Slot &s = slots[i];
       if (s.state != kLive || s.hash != h) continue;
@@ -29,11 +31,18 @@ public:
         s.state = kTomb;
         s.value = V();
         --live;
+        erased = true;
       }
       if (v == Visit::Stop || v == Visit::EraseStop) break;
     }
-    // a table that emptied (the graph it held was freed) gives its slots back at once
-    if (live * 8 < slots.size() && slots.size() > kMinSlots) rehash(live);
+    // a table that emptied (the graph it held was freed) gives its slots back at once; callers
+    // erase from destructors, so a failed allocation keeps the table as it is
+    if (erased && live * 8 < slots.size() && slots.size() > kMinSlots) {
+      try {
+        rehash(live);
+      } catch (const std::bad_alloc &) {
+      }
+    }
   }
   /// The first value under hash `h` that `match` accepts (null: none).
   template <typename F> V *find(size_t h, F &&match) {
