@@ -178,7 +178,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         continue;
       }
       DType rdt = dtypeOf(*x);
-      Op alu = x->op == Op::Sum ? Op::Add : Op::Max;
+      Op alu = reduceAlu(x->op);
       const KernelOp &src = *x->src[0];
       if (k.rowMomentsOf(x)) {
         note("row value ({} of squared deviations): from pass 1's moments", opName(x->op));
@@ -286,7 +286,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
     } else if (topReduce) {
       // the final pass accumulates the kernel's reduce over the row (a scalar loop)
       DType rdt = dtypeOf(*topReduce);
-      Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
+      Op alu = reduceAlu(topReduce->op);
       std::vector<Value *> next = rowLoops(rs, ix, {acc}, [&](const std::vector<Value *> &cur) {
         if (!rowScratch.empty()) setRowIndex();
         note("accumulate");

@@ -254,7 +254,7 @@ std::vector<Value *> KernelEmitter::reduceLoops(int from, int to, std::vector<No
 std::vector<Value *> KernelEmitter::accumulateCombos(const std::vector<NodeRef> &idxs, const std::vector<Value *> &cur,
                                                      int64_t lanes, const std::function<void(size_t)> &beforeCombo) {
   DType rdt = dtypeOf(*k.reduceop);
-  Op alu = k.reduceop->op == Op::Sum ? Op::Add : Op::Max;
+  Op alu = reduceAlu(k.reduceop->op);
   const KernelOp &src = *k.reduceop->src[0];
   std::vector<Value *> next = cur;
   for (size_t o = 0; o < nest.outCombos.size(); ++o)

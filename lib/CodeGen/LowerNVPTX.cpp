@@ -159,7 +159,7 @@ std::vector<Value *> NVPTXLowerer::groupReduce(const std::vector<Value *> &parti
   const Shape &full = k.fullShape();
   int gd = k.globalDims(), fr = k.firstReduce(), ng = static_cast<int>(k.groupForReduce.size());
   DType rdt = dtypeOf(*k.reduceop);
-  Op alu = k.reduceop->op == Op::Sum ? Op::Add : Op::Max;
+  Op alu = reduceAlu(k.reduceop->op);
   int64_t nOut = static_cast<int64_t>(partials.size());
   Type *regTy = vb.regType(rdt);
   Type *elemTy = regTy->isIntegerTy(1) ? b.getInt8Ty() : regTy;

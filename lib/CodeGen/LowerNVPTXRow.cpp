@@ -184,7 +184,7 @@ void NVPTXLowerer::emitRowBody() {
   // thread's partial result; `withMoments`: also the moments of the folded reduces' values
   auto reducePass = [&](const KernelOp &reduce, Value *acc, bool withMoments) {
     DType rdt = dtypeOf(reduce);
-    Op alu = reduce.op == Op::Sum ? Op::Add : Op::Max;
+    Op alu = reduceAlu(reduce.op);
     TraceIndent inPass(trace);
     size_t nm = withMoments ? k.rowMoments.size() : 0;
     // [acc, (mean, m2) per folded reduce, count]
@@ -227,7 +227,7 @@ void NVPTXLowerer::emitRowBody() {
       note("pass: {} over the row", opName(x->op));
       Value *part = reducePass(*x, vb.reduceInit(x->op, rdt).v, first);
       first = false;
-      rowValues[x] = Val{blockReduce(x->op == Op::Sum ? Op::Add : Op::Max, rdt, part), rdt};
+      rowValues[x] = Val{blockReduce(reduceAlu(x->op), rdt, part), rdt};
     }
     if (k.rowMomentsOf(topReduce)) {
       // every thread has the row's value: thread 0's partial takes it, the tree adds the partials
@@ -256,7 +256,7 @@ void NVPTXLowerer::emitRowBody() {
     return;
   }
   DType rdt = dtypeOf(*topReduce);
-  Op alu = topReduce->op == Op::Sum ? Op::Add : Op::Max;
+  Op alu = reduceAlu(topReduce->op);
   auto rows = [&](const std::vector<Value *> &c) { return std::vector<Value *>{row(c[0])}; };
   Value *part = reduceLoops(fr, rs, idxs, {vb.reduceInit(topReduce->op, rdt).v}, rows)[0];
   Val total{blockReduce(alu, rdt, part), rdt};

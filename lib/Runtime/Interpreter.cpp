@@ -297,7 +297,7 @@ private:
     for (size_t a : axes) total *= inShape[a].asInt();
     for (int64_t n = 0; n < total; ++n) {
       Value v = convert(eval(src, idx), dtypeOf(src), dt, false);
-      acc = aluNormalize(alu(op.op == Op::Sum ? Op::Add : Op::Max, {v, acc}, dt), dt);
+      acc = aluNormalize(alu(reduceAlu(op.op), {v, acc}, dt), dt);
       for (size_t j = axes.size(); j-- > 0;) {
         size_t a = axes[j];
         if (++idx[a] < inShape[a].asInt()) break;

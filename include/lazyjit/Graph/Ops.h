@@ -31,6 +31,8 @@ inline bool isBufferOp(Op op) { return opTypeOf(op) == OpType::Buffer; }
 inline bool isLoadOp(Op op) { return opTypeOf(op) == OpType::Load; }
 inline bool isMovementOp(Op op) { return opTypeOf(op) == OpType::Movement; }
 inline bool isReduceOp(Op op) { return opTypeOf(op) == OpType::Reduce; }
+/// The binary op a reduce accumulates with: ADD for SUM, MAX for MAX.
+inline Op reduceAlu(Op reduce) { return reduce == Op::Sum ? Op::Add : Op::Max; }
 
 /// What argument an op takes (Ops.def's ArgKind column); `argKindOf` in LazyOp.h gives the kind
 /// of an argument value.
