@@ -114,24 +114,31 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
   return true;
 }
 
+bool usesVidx(const Node &n) {
+  for (const auto &v : n.vars())
+    if (v->expr && *v->expr == "vidx") return true;
+  return false;
+}
+
+bool contiguousInVidx(const NodeRef &idx, const NodeRef &vidx, NodeRef *base) {
+  NodeRef b0 = idx->substitute({{vidx->key(), numNode(0)}});
+  if (usesVidx(*b0)) return false;
+  if (sumNodes({b0, vidx})->key() != idx->key()) return false;
+  if (base) *base = b0;
+  return true;
+}
+
 namespace {
 
-// Whether the output's index at per-axis indices, the axis `axis` being the variable `vidx`, is a
-// base without vidx plus vidx (under its validity, as the lowering simplifies every access).
+// Whether the output is contiguous along `axis` at any values of the other axes (its index
+// simplified under its validity, as the lowering simplifies every access).
 bool outputContiguousAlong(const Kernel &k, int axis) {
   NodeRef vidx = variable("vidx", 0, k.fullShape()[axis] - 1);
   std::vector<NodeRef> ix;
   for (size_t a = 0; a < k.shapeLen(); ++a)
     ix.push_back(static_cast<int>(a) == axis ? vidx : variable("ax" + std::to_string(a), 0, k.fullShape()[a] - 1));
-  auto [idx0, valid0] = k.sts[0].exprIdxs(ix);
-  NodeRef idx = simplifyUnderValid(idx0, valid0).idx;
-  auto usesVidx = [](const Node &n) {
-    for (const auto &v : n.vars())
-      if (v->expr && *v->expr == "vidx") return true;
-    return false;
-  };
-  NodeRef base = idx->substitute({{vidx->key(), numNode(0)}});
-  return !usesVidx(*base) && sumNodes({base, vidx})->key() == idx->key();
+  auto [idx, valid] = k.sts[0].exprIdxs(ix);
+  return contiguousInVidx(simplifyUnderValid(idx, valid).idx, vidx, nullptr);
 }
 
 } // namespace

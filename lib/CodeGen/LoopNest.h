@@ -48,6 +48,12 @@ struct LoopNest {
   std::string str() const;
 };
 
+/// Whether index node `n` reads the CPU vector mode's lane index (the variable named "vidx").
+bool usesVidx(const Node &n);
+/// Whether `idx` is a base without the lane index `vidx` plus `vidx` (a contiguous vector access);
+/// the base goes to `*base` when given.
+bool contiguousInVidx(const NodeRef &idx, const NodeRef &vidx, NodeRef *base);
+
 /// Whether the CPU's vector mode computes every node among `ops` on `lanes` lanes: float32/float64
 /// buffers and casts to them (not bitcasts), no integer op, exp2/log2/sin where the vector library
 /// has them for the target (`o`). Everything else is the ALU's, which works on vectors as on scalars.

@@ -16,12 +16,13 @@ namespace lazyjit {
 // it is narrower; a row kernel's float exp2 is computed inline (inlineExp2F32).
 class CPUMath : public MathLowering {
 public:
-  CPUMath(int64_t vectorBits, llvm::Triple triple, bool rowKernel)
-      : vectorBits(vectorBits), triple(std::move(triple)), rowKernel(rowKernel) {}
+  CPUMath(int64_t vectorBits, bool vectorMath, llvm::Triple triple, bool rowKernel)
+      : vectorBits(vectorBits), vectorMath(vectorMath), triple(std::move(triple)), rowKernel(rowKernel) {}
   llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) override;
 
 private:
   int64_t vectorBits;
+  bool vectorMath; ///< KernelOptions::vectorMath: libmvec's variants exist
   llvm::Triple triple;
   bool rowKernel;
   llvm::Value *vectorCall(llvm::IRBuilder<> &b, Op op, llvm::Value *x);
@@ -39,7 +40,7 @@ std::vector<const KernelOp *> rowPassNodes(const KernelOp *root);
 class CPULowerer : public KernelEmitter {
 public:
   CPULowerer(const Kernel &k, const LoopNest &nest, llvm::Module &m)
-      : KernelEmitter(k, nest, m, math), math(k.opts.vectorBits, llvm::Triple(m.getTargetTriple()), k.rowKernel) {}
+      : KernelEmitter(k, nest, m, math), math(k.opts.vectorBits, k.opts.vectorMath, llvm::Triple(m.getTargetTriple()), k.rowKernel) {}
   llvm::Function *lower(const std::string &symbol);
 
 private:
@@ -103,8 +104,8 @@ private:
   int64_t lanes = 0;
   bool streamed = false; // a streaming store was emitted: fence before returning
   bool vecReduce = false; // the vector axis is a reduce axis (dot products)
-  bool usesVidx(const Node &n) const;
-  bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const;
+  /// Whether `idx` is contiguous in the lanes (LoopNest.h's contiguousInVidx with this vidx).
+  bool contiguousInVidx(const NodeRef &idx, NodeRef *base) const { return lazyjit::contiguousInVidx(idx, vidx, base); }
   Value *splat(Value *x) { return x->getType()->isVectorTy() ? x : b.CreateVectorSplat(static_cast<unsigned>(lanes), x); }
   Value *renderVec(const Node &n, llvm::IntegerType *et);
   llvm::IntegerType *vecIndexType(const Node &n);

@@ -22,7 +22,7 @@ Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
   bool isFloat = vt->getElementType()->isFloatTy();
   if (op == Op::Exp2 && rowKernel && isFloat) return inlineExp2F32(b, a, vectorBits >= 512 && triple.isX86());
   auto fn = vectorMathFn(op, isFloat ? dtypes::float32 : dtypes::float64, lanes, static_cast<int>(vectorBits),
-                         triple.isX86() && triple.isOSLinux());
+                         vectorMath);
   LAZYJIT_INTERNAL_CHECK(fn.has_value(), "codegen: no vector {} for {} lanes", opName(op), lanes);
   auto [name, width] = *fn;
   Module *m = b.GetInsertBlock()->getModule();
@@ -89,21 +89,6 @@ Value *inlineExp2F32(IRBuilder<> &b, Value *x, bool avx512) {
 // inputs contiguous along the axis become one vector load (masked where padding makes lanes
 // invalid), inputs broadcast along it a scalar load and a splat, anything else a masked gather.
 // Accumulators are vectors too, so a matmul tile keeps rows x lanes sums in registers.
-
-bool CPULowerer::usesVidx(const Node &n) const {
-  for (const auto &v : n.vars())
-    if (v->expr && *v->expr == "vidx") return true;
-  return false;
-}
-
-// True when idx == base + vidx for a base without vidx.
-bool CPULowerer::contiguousInVidx(const NodeRef &idx, NodeRef *base) const {
-  NodeRef b0 = idx->substitute({{vidx->key(), numNode(0)}});
-  if (usesVidx(*b0)) return false;
-  if (sumNodes({b0, vidx})->key() != idx->key()) return false;
-  if (base) *base = b0;
-  return true;
-}
 
 // Renders an index or validity node per lane: integer arithmetic in `et` (i32 when every value
 // fits, which makes division by a constant and gathers cheaper), i1 for comparisons and ands.

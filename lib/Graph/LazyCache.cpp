@@ -7,7 +7,6 @@
 #include "lazyjit/Support/Math.h"
 #include "lazyjit/Support/ProbeTable.h"
 
-#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -20,7 +19,6 @@ namespace lazyjit {
 // cache misses per lookup (a fifth of building such a graph), and the entries' own vector a
 // fifth again.
 struct graph_detail::LazyCacheAccess {
-  using Visit = ProbeTable<LazyBuffer *>::Visit;
   std::mutex mu;
   ProbeTable<LazyBuffer *> buffers;
 
@@ -58,9 +56,7 @@ struct graph_detail::LazyCacheAccess {
     b.cacheOp_ = b.op;
     buffers.insert(h, &b);
   }
-  void erase(const LazyBuffer &b) {
-    buffers.visit(b.cacheHash_, [&](LazyBuffer *x) { return x == &b ? Visit::EraseStop : Visit::Next; });
-  }
+  void erase(LazyBuffer &b) { buffers.erase(b.cacheHash_, &b); }
 };
 
 namespace {
@@ -86,7 +82,7 @@ LazyCache &lazyCache() {
 
 } // namespace
 
-void graph_detail::forgetCacheEntry(const LazyBuffer *b) {
+void graph_detail::forgetCacheEntry(LazyBuffer *b) {
   LAZYJIT_INTERNAL_CHECK(!cacheLocked, "a LazyBuffer died while its thread held the dedup cache's lock");
   auto &cache = lazyCache();
   CacheLock lock(cache.mu);

@@ -8,6 +8,6 @@
 namespace lazyjit::graph_detail {
 
 /// Takes dying buffer `b` out of the dedup cache (it is in it: LazyBuffer::inCache_).
-void forgetCacheEntry(const LazyBuffer *b);
+void forgetCacheEntry(LazyBuffer *b);
 
 } // namespace lazyjit::graph_detail

@@ -142,9 +142,7 @@ std::shared_ptr<const NodeClass> internClass(NodeClass::Key key) {
 NodeClass::~NodeClass() {
   ClassTable &t = classTable();
   std::lock_guard lock(t.mu);
-  // (an equal class made while this one was dying stays)
-  using Visit = ProbeTable<const NodeClass *>::Visit;
-  t.classes.visit(hash, [this](const NodeClass *c) { return c == this ? Visit::EraseStop : Visit::Next; });
+  t.classes.erase(hash, this); // (an equal class made while this one was dying stays)
 }
 
 size_t symbolicClassCount() {

@@ -116,9 +116,7 @@ KernelOp::~KernelOp() {
   {
     InternTable &t = internTable();
     std::lock_guard lock(t.mu);
-    // (an equal node made while this one was dying stays)
-    using Visit = ProbeTable<const KernelOp *>::Visit;
-    t.nodes.visit(hash_, [this](const KernelOp *x) { return x == this ? Visit::EraseStop : Visit::Next; });
+    t.nodes.erase(hash_, this); // (an equal node made while this one was dying stays)
   }
   // (the sources are this node's own: nothing else can see it any more)
   for (auto &s : const_cast<std::vector<KernelOpRef> &>(src)) deferRelease(std::move(s));

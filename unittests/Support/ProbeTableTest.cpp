@@ -1,27 +1,25 @@
 // ProbeTable: the open-addressed table behind the kernel IR's intern table and the lazy graph's
 // dedup cache. Values are found by hash and predicate, erased in place (a tombstone a later probe
-// walks over), kept through growth, and rewritten by a sweep.
+// walks over), kept through growth, and the table shrinks once emptied.
 #include "lazyjit/Support/ProbeTable.h"
 
 #include <doctest/doctest.h>
 
 #include <map>
 #include <random>
-#include <set>
 
 using namespace lazyjit;
 
 namespace {
 
 using Table = ProbeTable<int>;
-using Visit = Table::Visit;
 
-// Every value stored under hash `h`, in probe order.
+// Every value stored under hash `h`, in probe order (a predicate that accepts none sees them all).
 std::vector<int> under(Table &t, size_t h) {
   std::vector<int> out;
-  t.visit(h, [&](int v) {
+  t.find(h, [&](int v) {
     out.push_back(v);
-    return Visit::Next;
+    return false;
   });
   return out;
 }
@@ -47,23 +45,22 @@ TEST_CASE("ProbeTable: values are found by hash and predicate, equal hashes kept
 TEST_CASE("ProbeTable: an erased value leaves a tombstone the values after it are still found across") {
   Table t;
   for (int v = 0; v < 5; ++v) t.insert(42, v); // one probe run
-  t.visit(42, [](int v) { return v == 1 ? Visit::EraseStop : Visit::Next; });
+  CHECK(t.erase(42, 1));
   CHECK(t.size() == 4);
   CHECK(under(t, 42) == std::vector<int>{0, 2, 3, 4});
-  // Erase goes on, Stop ends the visit
-  t.visit(42, [](int v) { return v % 2 == 0 ? Visit::Erase : Visit::Next; });
+  for (int v : {0, 2, 4}) CHECK(t.erase(42, v));
   CHECK(under(t, 42) == std::vector<int>{3});
-  int seen = 0;
+  // a value that is not there (or is under another hash) is not erased
+  CHECK_FALSE(t.erase(42, 1));
+  CHECK_FALSE(t.erase(43, 3));
+  CHECK(t.size() == 1);
+  // a new value takes the first tombstone of its run: the one value left is still found after it
   t.insert(42, 5);
-  t.visit(42, [&](int) {
-    ++seen;
-    return Visit::Stop;
-  });
-  CHECK(seen == 1);
+  CHECK(under(t, 42) == std::vector<int>{5, 3});
   CHECK(t.size() == 2);
 }
 
-TEST_CASE("ProbeTable: growth, tombstone churn and sweeps keep exactly the live values") {
+TEST_CASE("ProbeTable: growth and tombstone churn keep exactly the live values") {
   Table t;
   std::multimap<size_t, int> model;
   std::mt19937_64 rng(0x9b0be);
@@ -79,13 +76,7 @@ TEST_CASE("ProbeTable: growth, tombstone churn and sweeps keep exactly the live 
         int victim = it->second;
         size_t vh = it->first;
         model.erase(it);
-        int erased = 0;
-        t.visit(vh, [&](int v) {
-          if (v != victim) return Visit::Next;
-          ++erased;
-          return Visit::EraseStop;
-        });
-        REQUIRE(erased == 1);
+        REQUIRE(t.erase(vh, victim));
       }
     }
     REQUIRE(t.size() == model.size());
@@ -93,21 +84,18 @@ TEST_CASE("ProbeTable: growth, tombstone churn and sweeps keep exactly the live 
       int x = v;
       REQUIRE(t.find(h, [x](int y) { return y == x; }) != nullptr);
     }
-    // a sweep drops what it is told to and may rewrite what it keeps
-    t.eraseIf([](int &v) {
-      if (v % 2) return true;
-      v = -v;
-      return false;
-    });
+    // erasing the odd values keeps the even ones findable, through every shrink on the way
     std::multimap<size_t, int> kept;
-    for (auto [h, v] : model)
-      if (v % 2 == 0) kept.emplace(h, -v);
+    for (auto [h, v] : model) {
+      if (v % 2) REQUIRE(t.erase(h, v));
+      else kept.emplace(h, v);
+    }
     REQUIRE(t.size() == kept.size());
     for (auto [h, v] : kept) {
       int x = v;
       REQUIRE(t.find(h, [x](int y) { return y == x; }) != nullptr);
     }
-    t.eraseIf([](int &) { return true; });
+    for (auto [h, v] : kept) REQUIRE(t.erase(h, v));
     CHECK(t.size() == 0);
     model.clear();
   }
@@ -124,7 +112,7 @@ TEST_CASE("ProbeTable: it grows to stay at most half full and gives its slots ba
   CHECK(big > small);
   // a freed graph: every value erased in turn; the table shrinks on the way, what is left found
   for (int v = 0; v < 100000; ++v) {
-    t.visit(static_cast<size_t>(v) * 7919, [v](int x) { return x == v ? Visit::EraseStop : Visit::Next; });
+    REQUIRE(t.erase(static_cast<size_t>(v) * 7919, v));
     if (v == 95000) {
       CHECK(t.capacity() < big);
       for (int w = 95001; w < 100000; w += 997) {

@@ -14,35 +14,27 @@ namespace lazyjit {
 
 template <typename V> class ProbeTable {
 public:
-  /// What a visit does with the value it was shown: go on, erase it and go on, stop, or erase it
-  /// and stop.
-  enum class Visit { Next, Erase, Stop, EraseStop };
-
-  /// Shows `visit` the values stored under hash `h`, in probe order, until it returns Stop or
-  /// EraseStop; a value it returns Erase or EraseStop for is erased. A table an erase leaves less
-  /// than an eighth full shrinks (a value found before may move).
-  template <typename F> void visit(size_t h, F &&visit) {
-    bool erased = false;
+  /// Erases value `v` stored under hash `h` (the first such, in probe order), and says whether
+  /// it was there. A table the erase leaves less than an eighth full shrinks (a value found
+  /// before may move).
+  bool erase(size_t h, const V &v) {
     for (size_t i = first(h); slots[i].state != kEmpty; i = next(i)) {
       Slot &s = slots[i];
-      if (s.state != kLive || s.hash != h) continue;
-      Visit v = visit(s.value);
-      if (v == Visit::Erase || v == Visit::EraseStop) {
-        s.state = kTomb;
-        s.value = V();
-        --live;
-        erased = true;
+      if (s.state != kLive || s.hash != h || !(s.value == v)) continue;
+      s.state = kTomb;
+      s.value = V();
+      --live;
+      // a table that emptied (the graph it held was freed) gives its slots back at once; callers
+      // erase from destructors, so a failed allocation keeps the table as it is
+      if (live * 8 < slots.size() && slots.size() > kMinSlots) {
+        try {
+          rehash(live);
+        } catch (const std::bad_alloc &) {
+        }
       }
-      if (v == Visit::Stop || v == Visit::EraseStop) break;
+      return true;
     }
-    // a table that emptied (the graph it held was freed) gives its slots back at once; callers
-    // erase from destructors, so a failed allocation keeps the table as it is
-    if (erased && live * 8 < slots.size() && slots.size() > kMinSlots) {
-      try {
-        rehash(live);
-      } catch (const std::bad_alloc &) {
-      }
-    }
+    return false;
   }
   /// The first value under hash `h` that `match` accepts (null: none).
   template <typename F> V *find(size_t h, F &&match) {
@@ -57,17 +49,6 @@ public:
     used += slots[i].state == kEmpty;
     slots[i] = Slot{h, std::move(v), kLive};
     ++live;
-  }
-  /// Erases every value `drop` holds for and rehashes (a sweep over the whole table); `drop` takes
-  /// each value by reference and may rewrite the ones it keeps.
-  template <typename F> void eraseIf(F &&drop) {
-    for (Slot &s : slots)
-      if (s.state == kLive && drop(s.value)) {
-        s.state = kTomb;
-        s.value = V();
-        --live;
-      }
-    rehash(live);
   }
   size_t size() const { return live; }
   size_t capacity() const { return slots.size(); }
