@@ -1,4 +1,4 @@
-// An open-addressed hash table of values stored with their hashes (linear probing): one allocation
+// An open-addressed hash table of pointers stored with their hashes (linear probing): one allocation
 // per rehash and none per entry, where a node-based std::unordered_multimap allocates a node per
 // entry and chases pointers through its buckets on every lookup, a cache miss each once the table
 // outgrows the caches. An erased slot is a tombstone until the next rehash. Not synchronized: its
@@ -8,25 +8,31 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace lazyjit {
 
+/// V is a pointer type: a null slot is empty and one sentinel address marks a tombstone, so a slot
+/// is 16 bytes (its hash and the pointer), four to a cache line.
 template <typename V> class ProbeTable {
+  static_assert(std::is_pointer_v<V>, "ProbeTable holds pointers (null and a sentinel mark free slots)");
+
 public:
   /// Erases value `v` stored under hash `h` (the first such, in probe order), and says whether
-  /// it was there. A table the erase leaves less than an eighth full shrinks (a value found
-  /// before may move).
-  bool erase(size_t h, const V &v) {
-    for (size_t i = first(h); slots[i].state != kEmpty; i = next(i)) {
+  /// it was there. A table the erase leaves less than 1/32 full shrinks (a value found before may
+  /// move).
+  bool erase(size_t h, V v) {
+    for (size_t i = first(h); slots[i].value; i = next(i)) {
       Slot &s = slots[i];
-      if (s.state != kLive || s.hash != h || !(s.value == v)) continue;
-      s.state = kTomb;
-      s.value = V();
+      if (s.value != v || s.hash != h) continue;
+      s.value = tomb();
       --live;
-      // a table that emptied (the graph it held was freed) gives its slots back at once; callers
-      // erase from destructors, so a failed allocation keeps the table as it is
-      if (live * 8 < slots.size() && slots.size() > kMinSlots) {
+      // a table that emptied (the graph it held was freed) gives its slots back; only well below
+      // the load it grows at, so a graph built and freed over and over does not rehash at every
+      // step down and up again. Callers erase from destructors: a failed allocation keeps the
+      // table as it is
+      if (live * 32 < slots.size() && slots.size() > kMinSlots) {
         try {
           rehash(live);
         } catch (const std::bad_alloc &) {
@@ -38,32 +44,31 @@ public:
   }
   /// The first value under hash `h` that `match` accepts (null: none).
   template <typename F> V *find(size_t h, F &&match) {
-    for (size_t i = first(h); slots[i].state != kEmpty; i = next(i))
-      if (slots[i].state == kLive && slots[i].hash == h && match(slots[i].value)) return &slots[i].value;
+    for (size_t i = first(h); slots[i].value; i = next(i))
+      if (slots[i].hash == h && slots[i].value != tomb() && match(slots[i].value)) return &slots[i].value;
     return nullptr;
   }
   void insert(size_t h, V v) {
     if ((used + 1) * 2 > slots.size()) rehash(live + 1);
     size_t i = first(h);
-    while (slots[i].state == kLive) i = next(i);
-    used += slots[i].state == kEmpty;
-    slots[i] = Slot{h, std::move(v), kLive};
+    while (slots[i].value && slots[i].value != tomb()) i = next(i);
+    used += slots[i].value == nullptr;
+    slots[i] = Slot{h, v};
     ++live;
   }
   size_t size() const { return live; }
   size_t capacity() const { return slots.size(); }
 
 private:
-  static constexpr uint8_t kEmpty = 0, kLive = 1, kTomb = 2;
   struct Slot {
     size_t hash = 0;
-    V value{};
-    uint8_t state = kEmpty;
+    V value = nullptr; ///< null: empty; tomb(): erased
   };
   std::vector<Slot> slots = std::vector<Slot>(kMinSlots);
   size_t live = 0, used = 0; // used: live values and tombstones
   static constexpr size_t kMinSlots = 1024;
 
+  static V tomb() { return reinterpret_cast<V>(alignof(std::max_align_t)); } // never a live object's address
   static size_t mix(size_t x) { // splitmix64's finalizer: hashCombine's hashes mix weakly
     x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ULL;
@@ -80,11 +85,11 @@ private:
     std::vector<Slot> old(n);
     old.swap(slots);
     used = live;
-    for (Slot &s : old)
-      if (s.state == kLive) {
+    for (const Slot &s : old)
+      if (s.value && s.value != tomb()) {
         size_t i = first(s.hash);
-        while (slots[i].state != kEmpty) i = next(i);
-        slots[i] = std::move(s);
+        while (slots[i].value) i = next(i);
+        slots[i] = s;
       }
   }
 };
