@@ -166,12 +166,13 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       if (kBlock) {
         // a blocked reduce continues from the sums the blocks before stored in the output
         Value *first = b.CreateICmpEQ(kBlock, i64(0));
-        for (size_t o = 0; o < outCombos.size(); ++o) {
-          std::vector<NodeRef> ix = idxs;
-          for (int a = fr; a < firstUpcast; ++a) ix[a] = numNode(0);
-          setUpcast(ix, outCombos[o], nullptr);
+        std::vector<NodeRef> zeroed = idxs;
+        for (int a = fr; a < firstUpcast; ++a) zeroed[a] = numNode(0);
+        size_t o = 0;
+        forEachOutput(zeroed, {}, [&](const std::vector<NodeRef> &ix, const Val *) {
           init[o] = b.CreateSelect(first, init[o], vb.convert(vecLoadOutput(ix), rdt, false).v);
-        }
+          ++o;
+        });
       }
       auto step = [&](const std::vector<Value *> &cur) {
         note("accumulate {} value{}{}{}", outCombos.size() * redCombos.size(),
@@ -207,11 +208,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       {
         TraceIndent partialStores(trace);
         auto saved = loadCache;
-        for (size_t o = 0; o < outCombos.size(); ++o) {
-          std::vector<NodeRef> ix = idxs;
-          setUpcast(ix, outCombos[o], nullptr);
-          vecStore(ix, accs[o]);
-        }
+        forEachOutput(idxs, accs, [&](const std::vector<NodeRef> &ix, const Val *acc) { vecStore(ix, *acc); });
         loadCache = std::move(saved);
       }
       b.CreateBr(blockDone);
@@ -219,13 +216,7 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       note("the last block:");
     }
     TraceIndent lastStores(kBlock ? trace : nullptr);
-    if (outCombos.size() > 1) note("unrolled: {} outputs", outCombos.size());
-    for (size_t o = 0; o < outCombos.size(); ++o) {
-      std::vector<NodeRef> ix = idxs;
-      setUpcast(ix, outCombos[o], nullptr);
-      if (vec && !vecReduce) vecStore(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o], lanes));
-      else storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
-    }
+    storeOutputs(idxs, accs, top);
     if (blockDone) {
       loadCache.clear(); // (values of the last block's branch do not dominate what follows)
       b.CreateBr(blockDone);
@@ -234,6 +225,13 @@ void CPULowerer::emitBody(Value *start, Value *end) {
   };
 
   globalLoops(fr, idxs, start, end, inner);
+}
+
+// In vector mode (a vector axis that is not a reduce's partial sums) each output combination is
+// one vector store.
+void CPULowerer::storeResult(const std::vector<NodeRef> &ix, const KernelOp &top, const Val *acc) {
+  if (vecAxis >= 0 && !vecReduce) vecStore(ix, eval(top, ix, acc, lanes));
+  else KernelEmitter::storeResult(ix, top, acc);
 }
 
 void CPULowerer::globalLoops(int count, std::vector<NodeRef> &idxs, Value *start, Value *stop,

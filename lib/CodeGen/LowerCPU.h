@@ -83,6 +83,7 @@ private:
   /// current block of the first one.
   std::pair<Value *, Value *> reduceAxisBounds(int axis, int fr);
   LoopRange reduceRange(int axis) override;
+  void storeResult(const std::vector<NodeRef> &ix, const KernelOp &top, const Val *acc) override;
   /// A panel's reduce step, row-major over the reduce loops [fr, firstUpcast) whose counters are
   /// named `prefix` + axis, counted from the start of the current block.
   Value *reduceStep(const std::string &prefix, int fr, int firstUpcast);

@@ -267,6 +267,24 @@ std::vector<Value *> KernelEmitter::accumulateCombos(const std::vector<NodeRef> 
   return next;
 }
 
+void KernelEmitter::forEachOutput(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs,
+                                  const std::function<void(const std::vector<NodeRef> &, const Val *)> &each) {
+  for (size_t o = 0; o < nest.outCombos.size(); ++o) {
+    std::vector<NodeRef> ix = idxs;
+    setUpcast(ix, nest.outCombos[o], nullptr);
+    each(ix, accs.empty() ? nullptr : &accs[o]);
+  }
+}
+
+void KernelEmitter::storeOutputs(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs, const KernelOp &top) {
+  if (nest.outCombos.size() > 1) note("unrolled: {} outputs", nest.outCombos.size());
+  forEachOutput(idxs, accs, [&](const std::vector<NodeRef> &ix, const Val *acc) { storeResult(ix, top, acc); });
+}
+
+void KernelEmitter::storeResult(const std::vector<NodeRef> &ix, const KernelOp &top, const Val *acc) {
+  storeOutput(ix, eval(top, ix, acc));
+}
+
 std::vector<Value *> KernelEmitter::loop(const std::string &name, Value *lo, Value *hi, bool maybeEmpty,
                           const std::vector<Value *> &carried,
                           const std::function<std::vector<Value *>(Value *, const std::vector<Value *> &)> &body) {

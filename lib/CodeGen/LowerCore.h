@@ -83,6 +83,16 @@ protected:
   /// `beforeCombo(c)`, when given, runs before reduce combination `c` is evaluated.
   std::vector<Value *> accumulateCombos(const std::vector<NodeRef> &idxs, const std::vector<Value *> &cur,
                                         int64_t lanes, const std::function<void(size_t)> &beforeCombo = {});
+  /// Every unrolled output combination at `idxs` (the upcast axes set), with its accumulator in
+  /// `accs` (null without a reduce), given to `each`.
+  void forEachOutput(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs,
+                     const std::function<void(const std::vector<NodeRef> &, const Val *)> &each);
+  /// The kernel's stores: the STORE's source `top` computed and stored for every output
+  /// combination (storeResult), after the reduce.
+  void storeOutputs(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs, const KernelOp &top);
+  /// Computes `top` at `ix` from accumulator `acc` and stores it: scalars here; a driver with a
+  /// vector mode stores vectors.
+  virtual void storeResult(const std::vector<NodeRef> &ix, const KernelOp &top, const Val *acc);
   llvm::Function *fn = nullptr;
   std::vector<Value *> bufPtrs;               ///< data0..dataN
   std::map<std::string, Value *> varValues;   ///< index and kernel variables by name

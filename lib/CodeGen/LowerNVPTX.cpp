@@ -222,8 +222,6 @@ std::vector<Value *> NVPTXLowerer::groupReduce(const std::vector<Value *> &parti
 void NVPTXLowerer::emitBody() {
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce();
   int firstUpcast = n - k.upcasted;
-  const auto &outCombos = nest.outCombos;
-
   std::vector<Val> accs;
   BasicBlock *done = nullptr;
   if (k.reduceop) {
@@ -247,12 +245,7 @@ void NVPTXLowerer::emitBody() {
   for (int a = fr; a < firstUpcast; ++a) idxs[a] = numNode(0);
   const KernelOp &top = *k.bufs[0]->src[0];
   prefetchVectorLoads(top, false);
-  if (outCombos.size() > 1) note("unrolled: {} outputs", outCombos.size());
-  for (size_t o = 0; o < outCombos.size(); ++o) {
-    std::vector<NodeRef> ix = idxs;
-    setUpcast(ix, outCombos[o], nullptr);
-    storeOutput(ix, eval(top, ix, accs.empty() ? nullptr : &accs[o]));
-  }
+  storeOutputs(idxs, accs, top);
   if (done) {
     b.CreateBr(done);
     done->insertInto(fn);
