@@ -292,6 +292,14 @@ Kernel buildKernel(const KernelOpRef &ast, const TargetSpec &target, const Compi
 
 namespace {
 
+std::string wholePacked(const Kernel &k) {
+  if (k.wholePacked.empty()) return "";
+  std::string bufs;
+  for (size_t i : k.wholePacked) bufs += fmt::format("{}{}", bufs.empty() ? "" : ", ", i);
+  return fmt::format("\n  packs buffers [{}] whole before the loops ({} KiB of scratch)", bufs,
+                     k.wholePackBytes / 1024);
+}
+
 std::string kernelSummary(const Kernel &k) {
   std::string axes;
   LoopNest nest = LoopNest::of(k);
@@ -302,7 +310,7 @@ std::string kernelSummary(const Kernel &k) {
   std::string shape = renderShape(k.fullShape());
   std::string packed;
   for (size_t i : k.packedBufs) packed += fmt::format("{}{}", packed.empty() ? "" : ", ", i);
-  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}", k.name(),
+  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
                      k.rowMoments.empty() ? ""
@@ -313,7 +321,8 @@ std::string kernelSummary(const Kernel &k) {
                      k.packDepth < 0   ? ""
                      : k.packBlock ? fmt::format("\n  packs buffers [{}] before axis {}, axis {} in blocks of {}", packed,
                                                  k.packDepth, k.firstReduce(), k.packBlock)
-                                   : fmt::format("\n  packs buffers [{}] before axis {}", packed, k.packDepth));
+                                   : fmt::format("\n  packs buffers [{}] before axis {}", packed, k.packDepth),
+                     wholePacked(k));
 }
 
 KernelSignature describe(const Kernel &k, const KernelOp &ast, const TargetSpec &target, const CompileOptions &opts) {
@@ -325,6 +334,8 @@ KernelSignature describe(const Kernel &k, const KernelOp &ast, const TargetSpec 
   sig.vars = varsFromAst(ast);
   sig.opts = k.appliedOpts;
   sig.boundsChecked = k.boundsCheck;
+  sig.scratchBytes = k.wholePackBytes;
+  if (k.wholePackBytes) sig.packRange = k.fullShape()[static_cast<size_t>(k.firstReduce())].asInt();
   if (target.kind == TargetSpec::Kind::NVPTX) {
     GPULaunch launch = gpuLaunch(k);
     for (const auto &d : launch.grid) {

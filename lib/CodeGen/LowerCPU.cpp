@@ -177,13 +177,16 @@ void CPULowerer::emitBody(Value *start, Value *end) {
       auto step = [&](const std::vector<Value *> &cur) {
         note("accumulate {} value{}{}{}", outCombos.size() * redCombos.size(),
              outCombos.size() * redCombos.size() == 1 ? "" : "s (unrolled)", vec ? ", vectors" : "",
-             panels.empty() ? "" : ", packed buffers from their panels");
-        if (!panels.empty()) {
+             panels.empty() && wholePanels.empty() ? "" : ", packed buffers from their panels");
+        if (!panels.empty() || !wholePanels.empty()) {
           panelReads = true;
-          panelStep = reduceStep("ridx", fr, firstUpcast);
+          if (!panels.empty()) panelStep = reduceStep("ridx", fr, firstUpcast);
+          if (!wholePanels.empty()) wholeStep = reduceStep("ridx", fr, firstUpcast, false);
         }
-        std::vector<Value *> next =
-            accumulateCombos(idxs, cur, vec ? lanes : 0, [&](size_t c) { panelCombo = static_cast<int64_t>(c); });
+        std::vector<Value *> next = accumulateCombos(idxs, cur, vec ? lanes : 0, [&](size_t o, size_t c) {
+          panelOutCombo = static_cast<int64_t>(o);
+          panelCombo = static_cast<int64_t>(c);
+        });
         panelReads = false;
         return next;
       };
@@ -224,6 +227,28 @@ void CPULowerer::emitBody(Value *start, Value *end) {
     }
   };
 
+  if (!k.wholePacked.empty()) {
+    // whole packed inputs: the launcher first calls the kernel to copy them (the phase argument
+    // set, its range over the first reduce axis), then to compute
+    LAZYJIT_INTERNAL_CHECK(vec && !vecReduce && k.reduceop, "codegen: whole packed inputs without a register tile");
+    BasicBlock *packBB = BasicBlock::Create(ctx, "pack", fn), *computeBB = BasicBlock::Create(ctx, "compute", fn),
+               *done = BasicBlock::Create(ctx, "phase.done", fn);
+    b.CreateCondBr(b.CreateICmpNE(phase, i64(0)), packBB, computeBB);
+    b.SetInsertPoint(packBB);
+    note("phase 1: pack (the first reduce axis in [start, end))");
+    {
+      TraceIndent packing(trace);
+      packWhole(idxs, start, end);
+    }
+    b.CreateBr(done);
+    b.SetInsertPoint(computeBB);
+    note("phase 0: compute");
+    TraceIndent computing(trace);
+    globalLoops(fr, idxs, start, end, inner);
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+    return;
+  }
   globalLoops(fr, idxs, start, end, inner);
 }
 
@@ -299,11 +324,11 @@ std::pair<Value *, Value *> CPULowerer::reduceAxisBounds(int axis, int fr) {
   return {kBlockStart, end};
 }
 
-Value *CPULowerer::reduceStep(const std::string &prefix, int fr, int firstUpcast) {
+Value *CPULowerer::reduceStep(const std::string &prefix, int fr, int firstUpcast, bool inBlock) {
   Value *step = i64(0);
   for (int a = fr; a < firstUpcast; ++a) {
     Value *iv = asI64(varValues.at(prefix + std::to_string(a)));
-    if (a == fr && kBlockStart) iv = b.CreateSub(iv, kBlockStart);
+    if (a == fr && kBlockStart && inBlock) iv = b.CreateSub(iv, kBlockStart);
     step = b.CreateAdd(b.CreateMul(step, i64(k.fullShape()[a].asInt())), iv);
   }
   return step;
@@ -362,6 +387,11 @@ Function *CPULowerer::lower(const std::string &symbol) {
     params.push_back(ptrTy);
     params.insert(params.end(), numBufs, b.getInt64Ty());
   }
+  // the scratch block of whole packed inputs, and the phase (1: pack, 0: compute)
+  if (!k.wholePacked.empty()) {
+    params.push_back(ptrTy);
+    params.push_back(b.getInt64Ty());
+  }
   fn = Function::Create(FunctionType::get(b.getVoidTy(), params, false), GlobalValue::InternalLinkage,
                         symbol + ".impl", &m);
   fn->addFnAttr(Attribute::AlwaysInline);
@@ -388,6 +418,13 @@ Function *CPULowerer::lower(const std::string &symbol) {
       bufSizes.push_back(fn->getArg(static_cast<unsigned>(first + 1 + i)));
       bufSizes.back()->setName("size" + std::to_string(i));
     }
+  }
+  if (!k.wholePacked.empty()) {
+    scratch = fn->getArg(static_cast<unsigned>(params.size() - 2));
+    scratch->setName("scratch");
+    fn->addParamAttr(static_cast<unsigned>(params.size() - 2), Attribute::NoAlias);
+    phase = fn->getArg(static_cast<unsigned>(params.size() - 1));
+    phase->setName("phase");
   }
 
   BasicBlock *entry = BasicBlock::Create(ctx, "entry", fn);
@@ -435,6 +472,15 @@ Function *CPULowerer::lower(const std::string &symbol) {
       args.push_back(eb.CreateUDiv(slot(vars.size() + 1 + i), eb.getInt64(static_cast<uint64_t>(itemsize)),
                                    "size" + std::to_string(i)));
     }
+  }
+  if (!k.wholePacked.empty()) { // after the variables and the bounds-check values: the scratch block, the phase
+    size_t at = vars.size() + (k.boundsCheck ? 1 + static_cast<size_t>(numBufs) : 0);
+    auto slot = [&](size_t i) {
+      return eb.CreateAlignedLoad(eb.getInt64Ty(), eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), entryFn->getArg(1), i),
+                                  Align(8));
+    };
+    args.push_back(eb.CreateIntToPtr(slot(at), ptrTy, "scratch"));
+    args.push_back(slot(at + 1));
   }
   eb.CreateCall(fn, args);
   eb.CreateRetVoid();

@@ -85,8 +85,27 @@ private:
   LoopRange reduceRange(int axis) override;
   void storeResult(const std::vector<NodeRef> &ix, const KernelOp &top, const Val *acc) override;
   /// A panel's reduce step, row-major over the reduce loops [fr, firstUpcast) whose counters are
-  /// named `prefix` + axis, counted from the start of the current block.
-  Value *reduceStep(const std::string &prefix, int fr, int firstUpcast);
+  /// named `prefix` + axis, counted from the start of the current block (`inBlock`) or of the
+  /// reduce.
+  Value *reduceStep(const std::string &prefix, int fr, int firstUpcast, bool inBlock = true);
+
+  // ---- whole packed inputs (Kernel::wholePacked, LowerCPUPack.cpp): copied before the global
+  // loops into the scratch block the launcher passes, then read from there by the reduce ----
+  struct WholePanel {
+    int64_t offset;           ///< in elements of `type`, from the scratch block's start
+    llvm::Type *type;         ///< the element type
+    std::vector<int> axes;    ///< the global axes the buffer moves along, outermost first
+  };
+  std::unordered_map<size_t, WholePanel> wholePanels; ///< by buffer index
+  Value *scratch = nullptr;                           ///< the launcher's scratch block
+  Value *phase = nullptr;                             ///< 1: pack, 0: compute
+  Value *wholeStep = nullptr; ///< the reduce step from the reduce's start (wholeAddress)
+  int64_t panelOutCombo = 0;  ///< the output combination the reduce step is accumulating
+  /// Lays out the panels and emits the copy of the first reduce axis's steps [start, end).
+  void packWhole(const std::vector<NodeRef> &idxs, Value *start, Value *end);
+  /// Where buffer `bi`'s value for reduce step `step`, reduce combination `rc` and output
+  /// combination `oc` is, at the global indices the counters `prefix` + axis hold.
+  Value *wholeAddress(size_t bi, const std::string &prefix, Value *step, int64_t rc, int64_t oc);
   Value *panelAddress(const Panel &p, Value *step, int64_t combo);
   /// The output's vector at per-axis indices (a blocked reduce's partial results), masked as the
   /// store is.

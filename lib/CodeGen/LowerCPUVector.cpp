@@ -217,6 +217,17 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
       loadCache[key] = out;
       return out;
     }
+  if (panelReads)
+    if (wholePanels.count(bi)) {
+      std::string key = fmt::format("w{}|{}|{}", bi, panelCombo, panelOutCombo);
+      if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
+      Type *t = wholePanels.at(bi).type;
+      Val out{splat(b.CreateAlignedLoad(t, wholeAddress(bi, "gidx", wholeStep, panelCombo, panelOutCombo),
+                                        Align(t->getPrimitiveSizeInBits() / 8))),
+              dt};
+      loadCache[key] = out;
+      return out;
+    }
   auto [idx, valid] = access(bi, idxs);
   std::string key = "v" + std::to_string(bi) + "|" + idx->key() + "|" + valid->key();
   if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;

@@ -252,7 +252,7 @@ std::vector<Value *> KernelEmitter::reduceLoops(int from, int to, std::vector<No
 }
 
 std::vector<Value *> KernelEmitter::accumulateCombos(const std::vector<NodeRef> &idxs, const std::vector<Value *> &cur,
-                                                     int64_t lanes, const std::function<void(size_t)> &beforeCombo) {
+                                                     int64_t lanes, const std::function<void(size_t, size_t)> &beforeCombo) {
   DType rdt = dtypeOf(*k.reduceop);
   Op alu = reduceAlu(k.reduceop->op);
   const KernelOp &src = *k.reduceop->src[0];
@@ -261,7 +261,7 @@ std::vector<Value *> KernelEmitter::accumulateCombos(const std::vector<NodeRef> 
     for (size_t c = 0; c < nest.redCombos.size(); ++c) {
       std::vector<NodeRef> ix = idxs;
       setUpcast(ix, nest.outCombos[o], &nest.redCombos[c]);
-      if (beforeCombo) beforeCombo(c);
+      if (beforeCombo) beforeCombo(o, c);
       next[o] = accumulate(alu, eval(src, ix, nullptr, lanes), next[o], rdt);
     }
   return next;

@@ -80,9 +80,10 @@ protected:
                                    const std::function<std::vector<Value *>(const std::vector<Value *> &)> &innermost);
   /// One step of the kernel's reduce at `idxs`: every output combination's accumulator in `cur`
   /// takes the reduce's source at each reduce combination, on `lanes` lanes (0: scalars);
-  /// `beforeCombo(c)`, when given, runs before reduce combination `c` is evaluated.
+  /// `beforeCombo(o, c)`, when given, runs before output combination `o` takes reduce
+  /// combination `c`.
   std::vector<Value *> accumulateCombos(const std::vector<NodeRef> &idxs, const std::vector<Value *> &cur,
-                                        int64_t lanes, const std::function<void(size_t)> &beforeCombo = {});
+                                        int64_t lanes, const std::function<void(size_t, size_t)> &beforeCombo = {});
   /// Every unrolled output combination at `idxs` (the upcast axes set), with its accumulator in
   /// `accs` (null without a reduce), given to `each`.
   void forEachOutput(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs,

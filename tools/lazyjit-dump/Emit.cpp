@@ -309,8 +309,10 @@ void emitKernel(DumpContext &ctx) {
       // CPU: the outermost loop is split across the thread pool
       Kernel kern = buildKernel(ast, target, CompileOptions::from(config()));
       SInt outer = kern.firstReduce() > 0 ? kern.fullShape()[0] : SInt(1);
-      ctx.out << "  launch outer_range=" << outer.render()
-              << " threads=" << ThreadPool::global().size() << "\n";
+      ctx.out << "  launch ";
+      if (sig.scratchBytes > 0) // whole packed inputs: a pack phase first, into one scratch block
+        ctx.out << "pack_range=" << sig.packRange << " scratch=" << sig.scratchBytes << " then ";
+      ctx.out << "outer_range=" << outer.render() << " threads=" << ThreadPool::global().size() << "\n";
     }
   }
 }

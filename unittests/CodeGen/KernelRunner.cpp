@@ -98,13 +98,24 @@ KernelRun KernelRunner::run(const KernelOpRef &ast, const CompileOptions &opts, 
       for (int64_t j = 0; j < sizes[i]; ++j) mem[i][kGuard + j] = dist(rng);
     ptrs[i] = mem[i].data() + kGuard;
   }
-  // no variables; in bounds mode (LAZYJIT_BOUNDS) the report and the buffers' sizes in bytes
+  // no variables; in bounds mode (LAZYJIT_BOUNDS) the report and the buffers' sizes in bytes;
+  // with whole packed inputs the scratch block and the phase (the pack, then the compute), as the
+  // CPU device launches them
   BoundsReport report;
-  std::vector<int64_t> vars{0};
+  std::vector<int64_t> vars;
   if (sig.boundsChecked) {
     vars = {static_cast<int64_t>(reinterpret_cast<intptr_t>(&report))};
     for (int64_t s : sizes) vars.push_back(s * static_cast<int64_t>(sizeof(float)));
   }
+  std::vector<double> scratch(static_cast<size_t>(sig.scratchBytes + 64) / sizeof(double));
+  if (sig.scratchBytes > 0) {
+    auto at = reinterpret_cast<intptr_t>(scratch.data());
+    vars.push_back((at + 63) / 64 * 64);
+    vars.push_back(1);
+    entry(ptrs.data(), vars.data(), 0, sig.packRange);
+    vars.back() = 0;
+  }
+  if (vars.empty()) vars.push_back(0);
   entry(ptrs.data(), vars.data(), 0, range(vars.data()));
   if (report.hit)
     throw Error(fmt::format("KernelRunner: buffer {} accessed at index {}, outside its {} elements", report.buffer,

@@ -1,8 +1,10 @@
 // Packed panels (Kernel::packDepth): a register-tiled reduce copies the input it reads along the
 // vector axis (B of A @ B, the image of a convolution) into a per-thread array before the loops
-// that reuse it; an input read across the vector axis (B of A @ B^T) is gathered into it. Each case checks that the kernel packs (or does not, where the panel would not fit
-// or would not be reused) and that its values equal the unoptimized kernel's, with and without
-// bounds checking.
+// that reuse it; an input read across the vector axis (B of A @ B^T) is gathered into it; an input
+// read one value per tile row a cache line or more apart per reduce step (A of A^T @ B) is copied
+// whole into the launcher's scratch block first (Kernel::wholePacked). Each case checks that the
+// kernel packs (or does not, where the panel would not fit or would not be reused) and that its
+// values equal the unoptimized kernel's, with and without bounds checking.
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
@@ -45,6 +47,7 @@ struct Case {
   std::function<Tensor()> build;
   bool packs;
   const char *where = nullptr; // "packs buffers [i] before axis d", when it must be this
+  const char *notWhere = nullptr; // what it must not say
 };
 
 } // namespace
@@ -61,6 +64,10 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
   a64.realize();
   b64.realize();
   Tensor longK = rnd({64, 4096}, 12), longKb = rnd({4096, 64}, 13), few = rnd({16, 160}, 14), sq = rnd({160, 64}, 15);
+  // A^T @ B with A of 512 KiB or more: A is packed whole (Kernel::wholePacked)
+  Tensor xtBig = rnd({512, 256}, 26), gBig = rnd({512, 256}, 27), linBig = rnd({256, 512}, 28);
+  Tensor xtLong = rnd({4096, 64}, 29), gLong = rnd({4096, 256}, 30), xtOdd = rnd({520, 300}, 31), gOdd = rnd({520, 136}, 32);
+  Tensor g5 = rnd({512, 160}, 35), xtBatch = rnd({2, 512, 256}, 33), gBatch = rnd({2, 512, 256}, 34);
   std::vector<Case> cases = {
       // B (buffer 2) is packed once per column block (axis 0) and read by every row block
       {"matmul 64x160 @ 160x96", [&] { return a.matmul(b); }, true, "packs buffers [2] before axis 1"},
@@ -69,6 +76,20 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       {"odd matmul 40x136 @ 136x50", [&] { return odd.matmul(odd2); }, true},
       {"batched matmul: a panel per batch", [&] { return big.matmul(big2); }, true},
       {"A^T @ B (a weight gradient's layout)", [&] { return xt.transpose(0, 1).matmul(g); }, true},
+      // A^T read by an 8-row tile is 32 bytes a row of A apart at every reduce step: A is copied
+      // whole, in the order the reduce reads it, before the loops (split across the threads)
+      {"A^T @ B read by 5 column blocks: not worth a whole copy", [&] { return xtBig.transpose(0, 1).matmul(g5); }, true,
+       "packs buffers [2] before axis 1", "whole"},
+      {"A^T @ B with A of 512 KiB: A packed whole", [&] { return xtBig.transpose(0, 1).matmul(gBig); }, true,
+       "packs buffers [1] whole before the loops (512 KiB"},
+      {"A^T @ B^T with A packed whole", [&] { return xtBig.transpose(0, 1).matmul(linBig.transpose(0, 1)); }, true,
+       "whole before the loops"},
+      {"A^T @ B with K = 4096: A whole, B in blocks of the reduce", [&] { return xtLong.transpose(0, 1).matmul(gLong); },
+       true, "whole before the loops"},
+      {"A^T @ B, 300 x 520 @ 520 x 136: 6-row tiles, masked columns", [&] { return xtOdd.transpose(0, 1).matmul(gOdd).relu(); },
+       true, "whole before the loops"},
+      {"batched A^T @ B: A's panel per batch element and row tile", [&] { return xtBatch.transpose(1, 2).matmul(gBatch); },
+       true, "whole before the loops"},
       // B read across the vector axis: its lanes are gathered into the panel, once per column block
       {"A @ B^T (nn.Linear's x @ W.T): a gathered panel", [&] { return a.matmul(lin.transpose(0, 1)).add(bias).relu(); },
        true, "packs buffers [2] before axis 1"},
@@ -107,6 +128,7 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
     if (avx512) {
       CHECK((summary.find("packs buffers") != std::string::npos) == cs.packs);
       if (cs.where) CHECK(summary.find(cs.where) != std::string::npos);
+      if (cs.notWhere) CHECK(summary.find(cs.notWhere) == std::string::npos);
     }
     std::vector<double> ref = run(cs.build, true, false);
     for (bool bounds : {false, true}) {

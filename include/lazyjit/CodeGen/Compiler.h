@@ -5,7 +5,9 @@
 //
 //   void <symbol>(void **bufs, const int64_t *vars, int64_t start, int64_t end)
 //     runs the outermost loop for [start, end); bufs[0] is the output, bufs[i] input LOAD idx i,
-//     vars are the symbolic variables in vars_from_ast order.
+//     vars are the symbolic variables in vars_from_ast order (then the bounds report and buffer
+//     sizes of a bounds-checked kernel, then the scratch block and phase of one with
+//     KernelSignature::scratchBytes).
 //   int64_t <symbol>_range(const int64_t *vars)
 //     the extent of that outermost loop (the launcher splits it across threads).
 //
@@ -76,6 +78,13 @@ struct KernelSignature {
   /// CPU: the kernel checks its accesses (CompileOptions::bounds). Its caller then appends to the
   /// variable values the address of a BoundsReport and each buffer's size in bytes.
   bool boundsChecked = false;
+  /// CPU: bytes of scratch memory the kernel needs (Kernel::wholePackBytes; 0: none). Its caller
+  /// appends to the variable values (after the bounds-check values, if any) the address of one
+  /// 64-byte aligned block that size and a phase: first 1, calling the entry over [0, packRange)
+  /// (the kernel copies its whole packed inputs into the block, split across threads), then 0,
+  /// over the usual range (the kernel computes, every call reading the block).
+  int64_t scratchBytes = 0;
+  int64_t packRange = 0;
 };
 
 /// Where a bounds-checked CPU kernel records its first access outside a buffer. The kernel sets

@@ -113,6 +113,16 @@ public:
   /// a SUM or MAX whose output has the accumulator's dtype and whose result is stored without
   /// reading another buffer is blocked.
   int64_t packBlock = 0;
+  /// With packed panels: the inputs of the reduce read as one value per row of the register tile
+  /// (broadcast across the vector) whose reads move a cache line or more per reduce step (A of
+  /// A^T @ B: each step of an 8-row tile reads 32 bytes of a line one row of A after the last,
+  /// 4 KiB apart for n = 1024), copied whole before the kernel computes (a first phase of the
+  /// launch, the threads splitting the copy) into a scratch block the launcher provides, in the
+  /// order the reduce reads them: [the global axes the buffer moves along][reduce step][reduce
+  /// combination][row combination]. `wholePackBytes` is that block's size
+  /// (KernelSignature::scratchBytes). Chosen by the CPU heuristics.
+  std::vector<size_t> wholePacked;
+  int64_t wholePackBytes = 0;
 
   size_t shapeLen() const { return sts[0].shape().size(); }
   const Shape &fullShape() const { return sts[fullBufIndex].shape(); }

@@ -1,0 +1,112 @@
+// Whole packed inputs of the CPU lowering (Kernel::wholePacked): each such input's values for
+// every reduce step are copied into the scratch block the launcher passes, in the order the reduce
+// reads them; the reduce then reads one sequential stream per tile. The kernel runs in two phases
+// (its `phase` argument): the launcher first calls it to pack, splitting the first reduce axis
+// across threads, then to compute, every thread reading the one copy.
+//
+// For A^T @ B (A read as a[k*M + m], 8 rows by 32 columns a tile):
+//
+//   phase 1: pack (the first reduce axis in [start, end))
+//     pack buffer 1 whole: 128 x 256 reduce steps x 4 x 8
+//       for widx1 in [0, 128)                      ; the 8-row tiles A moves along
+//         for pidx2 in [start, min(end, 256))      ; this call's reduce steps
+//           store 32 values                        ; scratch[((widx1*256 + pidx2)*4 + r)*8 + o]
+//
+// and each step of the reduce reads its 32 values of A from scratch[((gidx1*256 + ridx2)*4 ...)].
+#include "HeuristicsCPU.h"
+#include "LowerCPU.h"
+#include "lazyjit/Support/Error.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace lazyjit {
+
+using namespace llvm;
+
+void CPULowerer::packWhole(const std::vector<NodeRef> &idxs, Value *start, Value *end) {
+  const Shape &full = k.fullShape();
+  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
+  int64_t steps = 1;
+  for (int a = fr; a < firstUpcast; ++a) steps *= full[a].asInt();
+  auto rc = static_cast<int64_t>(nest.redCombos.size()), oc = static_cast<int64_t>(nest.outCombos.size());
+  // the layout: each buffer's panel after the last, 64-byte aligned
+  int64_t bytes = 0;
+  for (size_t bi : k.wholePacked) {
+    DType dt = k.bufs[bi]->bufferDType();
+    WholePanel w{bytes / dt.itemsize(), vb.regType(dt), {}};
+    int64_t tiles = 1;
+    for (int a = 0; a < fr; ++a)
+      if (!cpu_heuristics::independentOf(k, bi, static_cast<size_t>(a))) {
+        w.axes.push_back(a);
+        tiles *= full[a].asInt();
+      }
+    bytes += (tiles * steps * rc * oc * dt.itemsize() + 63) / 64 * 64;
+    wholePanels.emplace(bi, std::move(w));
+  }
+  LAZYJIT_INTERNAL_CHECK(bytes == k.wholePackBytes, "codegen: whole panels of {} bytes where the kernel has {}",
+                         bytes, k.wholePackBytes);
+  for (size_t bi : k.wholePacked) {
+    const WholePanel &w = wholePanels.at(bi);
+    std::string tiles;
+    for (int a : w.axes) tiles += full[a].render() + " x ";
+    note("pack buffer {} whole: {}{} reduce steps x {} x {}", bi, tiles, steps, rc, oc);
+    TraceIndent packing(trace);
+    // the global axes the buffer does not move along at 0, the others and the reduce axes counted
+    std::vector<NodeRef> ix = idxs;
+    for (int a = 0; a < fr; ++a) ix[a] = numNode(0);
+    // (the tiles outermost: with the reduce steps outermost instead, each step reading its rows
+    // of A in order and writing a line pair per tile, n = 2048 ran no faster)
+    std::vector<int> axes = w.axes;
+    for (int a = fr; a < firstUpcast; ++a) axes.push_back(a);
+    std::function<void(size_t)> loops = [&](size_t d) {
+      if (d < axes.size()) {
+        int a = axes[d];
+        std::string name = (a < fr ? "widx" : "pidx") + std::to_string(a);
+        ix[a] = variable(name, 0, full[a] - 1);
+        Value *lo = i64(0), *hi = i64(full[a].asInt());
+        if (a == fr) { // this call's part of the first reduce axis, clamped to it
+          lo = b.CreateBinaryIntrinsic(Intrinsic::smax, start, lo, nullptr, "start.c");
+          hi = b.CreateBinaryIntrinsic(Intrinsic::smin, end, hi, nullptr, "end.c");
+          if (trace) {
+            trace->names[lo] = "start";
+            trace->names[hi] = fmt::format("min(end, {})", full[a].render());
+          }
+        }
+        loop(name, lo, hi, a == fr, {}, [&, name, d](Value *iv, const std::vector<Value *> &) {
+          varValues[name] = iv;
+          loops(d + 1);
+          return std::vector<Value *>{};
+        });
+        return;
+      }
+      note("store {} values", rc * oc);
+      Value *step = reduceStep("pidx", fr, firstUpcast, false);
+      for (int64_t r = 0; r < rc; ++r)
+        for (int64_t o = 0; o < oc; ++o) {
+          std::vector<NodeRef> jx = ix;
+          setUpcast(jx, nest.outCombos[static_cast<size_t>(o)], &nest.redCombos[static_cast<size_t>(r)]);
+          jx[static_cast<size_t>(vecAxis)] = numNode(0); // the buffer does not move along the vector
+          Val v = loadLeaf(*k.bufs[bi], jx);
+          b.CreateAlignedStore(v.v, wholeAddress(bi, "widx", step, r, o), Align(w.type->getPrimitiveSizeInBits() / 8));
+        }
+    };
+    loops(0);
+  }
+}
+
+Value *CPULowerer::wholeAddress(size_t bi, const std::string &prefix, Value *step, int64_t rc, int64_t oc) {
+  const WholePanel &w = wholePanels.at(bi);
+  const Shape &full = k.fullShape();
+  auto rcs = static_cast<int64_t>(nest.redCombos.size()), ocs = static_cast<int64_t>(nest.outCombos.size());
+  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
+  int64_t steps = 1;
+  for (int a = fr; a < firstUpcast; ++a) steps *= full[a].asInt();
+  Value *tile = i64(0);
+  for (int a : w.axes)
+    tile = b.CreateAdd(b.CreateMul(tile, i64(full[a].asInt())), asI64(varValues.at(prefix + std::to_string(a))));
+  Value *at = b.CreateAdd(b.CreateMul(tile, i64(steps)), step);
+  at = b.CreateAdd(b.CreateMul(at, i64(rcs * ocs)), i64(rc * ocs + oc));
+  return b.CreateInBoundsGEP(w.type, scratch, b.CreateAdd(at, i64(w.offset)));
+}
+
+} // namespace lazyjit
