@@ -75,82 +75,8 @@ void CPULowerer::emitBody(Value *start, Value *end) {
 
   bool vec = vecAxis >= 0;
 
-  // packed panels (Kernel::packDepth): before the global loop over axis packDepth, each packed
-  // buffer's vector for every reduce step and unrolled reduce combination is loaded (masked,
-  // gathered, as the reduce would) and stored to the buffer's panel, in the order the reduce loop
-  // reads them; the reduce loop below then loads them from there
-  if (vec && !vecReduce && k.reduceop && k.packDepth >= 0 && k.packDepth < fr && !k.packedBufs.empty()) {
-    // (a blocked reduce packs one block of the first reduce axis at a time)
-    int64_t steps = 1;
-    for (int a = fr; a < firstUpcast; ++a) steps *= a == fr && k.packBlock ? k.packBlock : full[a].asInt();
-    panelCombos = static_cast<int64_t>(redCombos.size());
-    {
-      IRBuilderBase::InsertPointGuard guard(b);
-      b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-      for (size_t bi : k.packedBufs) {
-        Type *t = vb.regType(k.bufs[bi]->bufferDType());
-        AllocaInst *a = b.CreateAlloca(ArrayType::get(t, static_cast<uint64_t>(steps * panelCombos * lanes)), nullptr,
-                                       "panel" + std::to_string(bi));
-        a->setAlignment(Align(64));
-        panels.emplace(bi, Panel{a, t});
-      }
-    }
-    auto pack = [&, steps] {
-      std::string bufs;
-      for (size_t bi : k.packedBufs) bufs += (bufs.empty() ? "" : ", ") + std::to_string(bi);
-      note("pack buffer{} {}: {} reduce steps x {} x {} lanes", k.packedBufs.size() == 1 ? "" : "s", bufs, steps,
-           panelCombos, lanes);
-      TraceIndent packing(trace);
-      // the packed buffers do not move along the global axes from packDepth on
-      std::vector<NodeRef> ix = idxs;
-      for (int a = k.packDepth; a < fr; ++a) ix[a] = numNode(0);
-      std::function<void(int)> packLoops = [&](int axis2) {
-        if (axis2 < firstUpcast) {
-          std::string name = "pidx" + std::to_string(axis2);
-          ix[axis2] = variable(name, 0, full[axis2] - 1);
-          auto [lo, hi] = reduceAxisBounds(axis2, fr);
-          loop(name, lo, hi, false, {}, [&, axis2](Value *iv, const std::vector<Value *> &) {
-            varValues[name] = iv;
-            packLoops(axis2 + 1);
-            return std::vector<Value *>{};
-          });
-          return;
-        }
-        note("store {} vector{}", redCombos.size() * k.packedBufs.size(),
-             redCombos.size() * k.packedBufs.size() == 1 ? "" : "s");
-        Value *step = reduceStep("pidx", fr, firstUpcast);
-        for (size_t c = 0; c < redCombos.size(); ++c) {
-          std::vector<NodeRef> jx = ix;
-          setUpcast(jx, outCombos[0], &redCombos[c]);
-          for (size_t bi : k.packedBufs) {
-            Val v = laneLeaf(*k.bufs[bi], jx, lanes);
-            b.CreateAlignedStore(v.v, panelAddress(panels.at(bi), step, static_cast<int64_t>(c)),
-                                 panelAlign(v.dt));
-          }
-        }
-      };
-      packLoops(fr);
-    };
-    globalHookAxis = k.packDepth;
-    globalHook = [&, pack](const std::function<void()> &rest) {
-      if (!k.packBlock) {
-        pack();
-        rest();
-        return;
-      }
-      // the first reduce axis in blocks: each block's panel, then the loops that read it
-      int64_t blocks = full[fr].asInt() / k.packBlock;
-      loop("kblock", i64(0), i64(blocks), false, {}, [&](Value *kb, const std::vector<Value *> &) {
-        kBlock = kb;
-        kBlockStart = b.CreateMul(kb, i64(k.packBlock), "kblock.start");
-        if (trace) trace->names[kBlockStart] = fmt::format("kblock*{}", k.packBlock);
-        pack();
-        rest();
-        return std::vector<Value *>{};
-      });
-      kBlock = kBlockStart = nullptr;
-    };
-  }
+  // packed panels (Kernel::packDepth, LowerCPUPack.cpp)
+  if (vec && !vecReduce && k.reduceop && k.packDepth >= 0 && k.packDepth < fr && !k.packedBufs.empty()) packPanels(idxs);
 
   // the innermost part: accumulate (if there is a reduce) and store every output-upcast element
   auto inner = [&] {

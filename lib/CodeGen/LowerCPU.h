@@ -89,6 +89,9 @@ private:
   /// reduce.
   Value *reduceStep(const std::string &prefix, int fr, int firstUpcast, bool inBlock = true);
 
+  /// Allocates the panels and sets the global-loop hook that fills them (LowerCPUPack.cpp).
+  void packPanels(std::vector<NodeRef> &idxs);
+
   // ---- whole packed inputs (Kernel::wholePacked, LowerCPUPack.cpp): copied before the global
   // loops into the scratch block the launcher passes, then read from there by the reduce ----
   struct WholePanel {
