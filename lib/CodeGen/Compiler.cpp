@@ -287,6 +287,15 @@ Kernel buildKernel(const KernelOpRef &ast, const TargetSpec &target, const Compi
   }
   // the loop nest's decisions the optimizations leave to the target
   if (target.kind == TargetSpec::Kind::CPU) chooseVectorAxis(k);
+  if (k.vectorAxis < 0 || k.vectorReduce) {
+    // the copies into reduce order serve the register tile's vector loop: without one (an op the
+    // lanes cannot compute, such as a cast to float16, turns it down) nothing is copied
+    k.packDepth = -1;
+    k.packedBufs.clear();
+    k.packBlock = 0;
+    k.wholePacked.clear();
+    k.wholePackBytes = 0;
+  }
   return k;
 }
 

@@ -62,10 +62,10 @@ void ThreadPool::runAll(const std::vector<std::function<void()>> &tasks) {
         std::lock_guard lock(errMu);
         if (!error) error = std::current_exception();
       }
-      if (remaining.fetch_sub(1) == 1) {
-        std::lock_guard lock(doneMu);
-        doneCv.notify_all();
-      }
+      // the count drops under the lock: a caller that sees it reach 0 returns and destroys doneMu
+      // and doneCv, which must not happen between this thread's decrement and its notify
+      std::lock_guard lock(doneMu);
+      if (remaining.fetch_sub(1) == 1) doneCv.notify_all();
     };
   };
   {

@@ -5,6 +5,7 @@
 // whole into the launcher's scratch block first (Kernel::wholePacked). Each case checks that the
 // kernel packs (or does not, where the panel would not fit or would not be reused) and that its
 // values equal the unoptimized kernel's, with and without bounds checking.
+#include "KernelRunner.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
@@ -48,6 +49,7 @@ struct Case {
   bool packs;
   const char *where = nullptr; // "packs buffers [i] before axis d", when it must be this
   const char *notWhere = nullptr; // what it must not say
+  const char *where2 = nullptr;   // a second thing it must say
 };
 
 } // namespace
@@ -67,6 +69,10 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
   // A^T @ B with A of 512 KiB or more: A is packed whole (Kernel::wholePacked)
   Tensor xtBig = rnd({512, 256}, 26), gBig = rnd({512, 256}, 27), linBig = rnd({256, 512}, 28);
   Tensor xtLong = rnd({4096, 64}, 29), gLong = rnd({4096, 256}, 30), xtOdd = rnd({520, 300}, 31), gOdd = rnd({520, 136}, 32);
+  // small integers: the sums are exact in any order, and so are their float16 roundings
+  Tensor xtInt = xtBig.mul(4).floor(), gInt = gBig.mul(4).floor();
+  xtInt.realize();
+  gInt.realize();
   Tensor g5 = rnd({512, 160}, 35), xtBatch = rnd({2, 512, 256}, 33), gBatch = rnd({2, 512, 256}, 34);
   std::vector<Case> cases = {
       // B (buffer 2) is packed once per column block (axis 0) and read by every row block
@@ -78,6 +84,10 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       {"A^T @ B (a weight gradient's layout)", [&] { return xt.transpose(0, 1).matmul(g); }, true},
       // A^T read by an 8-row tile is 32 bytes a row of A apart at every reduce step: A is copied
       // whole, in the order the reduce reads it, before the loops (split across the threads)
+      // a cast the vector lanes cannot compute (to float16) leaves the tile without its vector
+      // loop: nothing is copied, and the kernel still compiles and computes
+      {"A^T @ B through a float16 cast: no vector loop, no copies",
+       [&] { return xtInt.transpose(0, 1).matmul(gInt).cast(dtypes::float16).cast(dtypes::float32); }, false},
       {"A^T @ B read by 5 column blocks: not worth a whole copy", [&] { return xtBig.transpose(0, 1).matmul(g5); }, true,
        "packs buffers [2] before axis 1", "whole"},
       {"A^T @ B with A of 512 KiB: A packed whole", [&] { return xtBig.transpose(0, 1).matmul(gBig); }, true,
@@ -85,7 +95,7 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       {"A^T @ B^T with A packed whole", [&] { return xtBig.transpose(0, 1).matmul(linBig.transpose(0, 1)); }, true,
        "whole before the loops"},
       {"A^T @ B with K = 4096: A whole, B in blocks of the reduce", [&] { return xtLong.transpose(0, 1).matmul(gLong); },
-       true, "whole before the loops"},
+       true, "whole before the loops", nullptr, "in blocks of"},
       {"A^T @ B, 300 x 520 @ 520 x 136: 6-row tiles, masked columns", [&] { return xtOdd.transpose(0, 1).matmul(gOdd).relu(); },
        true, "whole before the loops"},
       {"batched A^T @ B: A's panel per batch element and row tile", [&] { return xtBatch.transpose(1, 2).matmul(gBatch); },
@@ -129,6 +139,7 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       CHECK((summary.find("packs buffers") != std::string::npos) == cs.packs);
       if (cs.where) CHECK(summary.find(cs.where) != std::string::npos);
       if (cs.notWhere) CHECK(summary.find(cs.notWhere) == std::string::npos);
+      if (cs.where2) CHECK(summary.find(cs.where2) != std::string::npos);
     }
     std::vector<double> ref = run(cs.build, true, false);
     for (bool bounds : {false, true}) {
@@ -169,4 +180,39 @@ TEST_CASE("Packed panels: the loop nest packs before the loops that reuse the pa
   noopt.noopt = true;
   std::string plain = emitKernelText(sched.back().ast, TargetSpec::host(), noopt, IRStage::Loops);
   CHECK(plain.find("pack") == std::string::npos);
+}
+
+TEST_CASE("Packed panels: a whole packed kernel launched in its two phases, scratch and phase after the bounds values") {
+  // the test launcher (KernelRunner) passes the scratch block and the phase as the CPU device does:
+  // A^T @ B through both phases, with and without bounds checks (whose values come before them),
+  // for the host and for an AVX2 target (16-lane tiles), against NOOPT on the same inputs
+  Tensor a = Tensor::empty({512, 256}), b = Tensor::empty({512, 256});
+  auto sched = schedule(a.transpose(0, 1).matmul(b).lazydata());
+  REQUIRE(sched.back().isKernel());
+  KernelOpRef ast = sched.back().ast;
+  testing::KernelRunner runner;
+  CompileOptions noopt;
+  noopt.noopt = true;
+  testing::KernelRun ref = runner.run(ast, noopt, 7);
+  bool avx512 = TargetSpec::host().features.find("+avx512f") != std::string::npos;
+  for (bool avx2 : {false, true})
+    for (bool bounds : {false, true}) {
+      CAPTURE(avx2);
+      CAPTURE(bounds);
+      CompileOptions o;
+      o.bounds = bounds;
+      TargetSpec t = avx2 ? testing::KernelRunner::hostWithoutAVX512() : TargetSpec::host();
+      KernelSignature sig = describeKernel(ast, t, o);
+      if (avx512 || avx2) { // (the two targets' 32- and 16-lane tiles both copy A)
+        CHECK(sig.scratchBytes >= 512 * 1024);
+        CHECK(sig.packRange == 128);
+      }
+      testing::KernelRun got = runner.run(ast, o, 7, nullptr, &t);
+      CHECK(got.guardsIntact);
+      REQUIRE(got.bufs[0].size() == ref.bufs[0].size());
+      size_t bad = 0;
+      for (size_t i = 0; i < ref.bufs[0].size(); ++i)
+        bad += std::fabs(ref.bufs[0][i] - got.bufs[0][i]) > 1e-4f * std::max(1.0f, std::fabs(ref.bufs[0][i]));
+      CHECK(bad == 0);
+    }
 }
