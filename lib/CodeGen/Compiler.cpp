@@ -66,10 +66,14 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const TargetSpec &t) {
   return tm;
 }
 
+// Whether a target has glibc's vector math (libmvec): the kernels' vector math calls
+// (KernelOptions::vectorMath) and the loop vectorizer's mapping below both follow this.
+bool hasLibmvec(const llvm::Triple &t) { return t.isX86() && t.isOSLinux(); }
+
 // glibc's vector math (libmvec) for the C library calls CPU kernels make (LowerCPU.cpp), at the
 // widest vector width the CPU has. The JIT resolves these symbols from libmvec.so.1.
 void addVectorMath(llvm::TargetLibraryInfoImpl &tlii, llvm::TargetMachine &tm) {
-  if (!tm.getTargetTriple().isX86() || !tm.getTargetTriple().isOSLinux()) return;
+  if (!hasLibmvec(tm.getTargetTriple())) return;
   llvm::StringRef features = tm.getTargetFeatureString();
   bool avx2 = features.contains("+avx2"), avx512 = features.contains("+avx512f");
   if (!avx2) return;
@@ -275,8 +279,7 @@ Kernel buildKernel(const KernelOpRef &ast, const TargetSpec &target, const Compi
     ko.localMax = {1024, 1024, 64};
   }
   ko.mergeView = opts.mergeView;
-  llvm::Triple triple(target.triple);
-  ko.vectorMath = triple.isX86() && triple.isOSLinux();
+  ko.vectorMath = hasLibmvec(llvm::Triple(target.triple));
   Kernel k(ast, ko);
   k.boundsCheck = checksBounds(opts, target);
   if (!noOptimizations(opts)) {
