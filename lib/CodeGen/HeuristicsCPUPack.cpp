@@ -50,8 +50,8 @@ constexpr int64_t kMinWholePanelReuse = 8;
 // line one row of A after the last at every step, every line twice from L3 (once per tile half)
 // for each column block, with no hardware prefetch across the page each step lands on; A^T @ B
 // ran at half the speed of A @ B. Copied once (the threads splitting the copy) in the order the
-// reduce reads it, it is one sequential stream read by every column block: n = 1024 went from
-// 165 to 361 GFLOP/s (A @ B: 401), n = 2048 from 147 to 317 (A @ B: 398).
+// reduce reads it, each tile row is a sequential stream read by every column block: n = 1024 went
+// from 165 to 327-367 GFLOP/s (A @ B: 389-415), n = 2048 from 147 to 370 (A @ B: 361-385).
 void chooseWholePacking(Kernel &k, int vecAxis, const std::vector<int> &tileAxes, int64_t steps,
                         const std::vector<bool> &inReduce) {
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;

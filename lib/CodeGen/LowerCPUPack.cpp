@@ -14,9 +14,9 @@
 //     pack buffer 1 whole: 128 x 256 reduce steps x 4 x 8
 //       for widx1 in [0, 128)                      ; the 8-row tiles A moves along
 //         for pidx2 in [start, min(end, 256))      ; this call's reduce steps
-//           store 32 values                        ; scratch[((widx1*256 + pidx2)*4 + r)*8 + o]
+//           store 32 values                        ; scratch[((widx1*8 + o)*256 + pidx2)*4 + r]
 //
-// and each step of the reduce reads its 32 values of A from scratch[((gidx1*256 + ridx2)*4 ...)].
+// and each step of the reduce reads its 32 values of A from scratch[((gidx1*8 + o)*256 + ridx2)*4 + r].
 #include "HeuristicsCPU.h"
 #include "LowerCPU.h"
 #include "lazyjit/Support/Error.h"
@@ -192,8 +192,12 @@ Value *CPULowerer::wholeAddress(size_t bi, const std::string &prefix, Value *ste
   Value *tile = i64(0);
   for (int a : w.axes)
     tile = b.CreateAdd(b.CreateMul(tile, i64(full[a].asInt())), asI64(varValues.at(prefix + std::to_string(a))));
-  Value *at = b.CreateAdd(b.CreateMul(tile, i64(steps)), step);
-  at = b.CreateAdd(b.CreateMul(at, i64(rcs * ocs)), i64(rc * ocs + oc));
+  // [tile][row combination][step][reduce combination]: a tile's rows are separate streams, as A's
+  // rows are for A @ B (n = 2048: 274-281 GFLOP/s with [tile][step][reduce][row], one stream of
+  // 128 bytes a step; 348-369 this way; n = 1024 within 2%)
+  Value *at = b.CreateAdd(b.CreateMul(tile, i64(ocs)), i64(oc));
+  at = b.CreateAdd(b.CreateMul(at, i64(steps)), step);
+  at = b.CreateAdd(b.CreateMul(at, i64(rcs)), i64(rc));
   return b.CreateInBoundsGEP(w.type, scratch, b.CreateAdd(at, i64(w.offset)));
 }
 

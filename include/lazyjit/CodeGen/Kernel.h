@@ -118,8 +118,8 @@ public:
   /// A^T @ B: each step of an 8-row tile reads 32 bytes of a line one row of A after the last,
   /// 4 KiB apart for n = 1024), copied whole before the kernel computes (a first phase of the
   /// launch, the threads splitting the copy) into a scratch block the launcher provides, in the
-  /// order the reduce reads them: [the global axes the buffer moves along][reduce step][reduce
-  /// combination][row combination]. `wholePackBytes` is that block's size
+  /// order the reduce reads them: [the global axes the buffer moves along][row combination][reduce
+  /// step][reduce combination]. `wholePackBytes` is that block's size
   /// (KernelSignature::scratchBytes). Chosen by the CPU heuristics.
   std::vector<size_t> wholePacked;
   int64_t wholePackBytes = 0;
