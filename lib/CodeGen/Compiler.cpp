@@ -14,6 +14,7 @@
 #include "lazyjit/Support/Logging.h"
 #include "lazyjit/Support/Math.h"
 
+#include <fmt/ranges.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
@@ -306,9 +307,7 @@ namespace {
 
 std::string wholePacked(const Kernel &k) {
   if (k.wholePacked.empty()) return "";
-  std::string bufs;
-  for (size_t i : k.wholePacked) bufs += fmt::format("{}{}", bufs.empty() ? "" : ", ", i);
-  return fmt::format("\n  packs buffers [{}] whole before the loops ({} KiB of scratch)", bufs,
+  return fmt::format("\n  packs buffers [{}] whole before the loops ({} KiB of scratch)", fmt::join(k.wholePacked, ", "),
                      k.wholePackBytes / 1024);
 }
 
@@ -320,8 +319,7 @@ std::string kernelSummary(const Kernel &k) {
   std::string optStr;
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
   std::string shape = renderShape(k.fullShape());
-  std::string packed;
-  for (size_t i : k.packedBufs) packed += fmt::format("{}{}", packed.empty() ? "" : ", ", i);
+  std::string packed = fmt::format("{}", fmt::join(k.packedBufs, ", "));
   return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",

@@ -377,19 +377,18 @@ Function *CPULowerer::lower(const std::string &symbol) {
   for (int i = 0; i < numBufs; ++i)
     args.push_back(eb.CreateAlignedLoad(ptrTy, eb.CreateConstInBoundsGEP1_64(ptrTy, entryFn->getArg(0), i), Align(8),
                                         "data" + std::to_string(i)));
-  for (size_t i = 0; i < vars.size(); ++i)
-    args.push_back(eb.CreateAlignedLoad(eb.getInt64Ty(),
-                                        eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), entryFn->getArg(1), i),
-                                        Align(8), *vars[i]->expr));
+  // the i-th value of the `vars` array: the variables, then the bounds-check values, the scratch
+  // block and the phase
+  auto slot = [&](size_t i, const std::string &name = "") {
+    return eb.CreateAlignedLoad(eb.getInt64Ty(), eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), entryFn->getArg(1), i),
+                                Align(8), name);
+  };
+  for (size_t i = 0; i < vars.size(); ++i) args.push_back(slot(i, *vars[i]->expr));
   args.push_back(entryFn->getArg(2));
   args.push_back(entryFn->getArg(3));
   if (k.boundsCheck) {
     // after the variables: the report's address, then each buffer's size in bytes, which is
     // divided here by the size of the dtype the kernel accesses it as
-    auto slot = [&](size_t i) {
-      return eb.CreateAlignedLoad(eb.getInt64Ty(), eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), entryFn->getArg(1), i),
-                                  Align(8));
-    };
     args.push_back(eb.CreateIntToPtr(slot(vars.size()), ptrTy, "bounds"));
     for (int i = 0; i < numBufs; ++i) {
       int64_t itemsize = 1;
@@ -401,10 +400,6 @@ Function *CPULowerer::lower(const std::string &symbol) {
   }
   if (!k.wholePacked.empty()) { // after the variables and the bounds-check values: the scratch block, the phase
     size_t at = vars.size() + (k.boundsCheck ? 1 + static_cast<size_t>(numBufs) : 0);
-    auto slot = [&](size_t i) {
-      return eb.CreateAlignedLoad(eb.getInt64Ty(), eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), entryFn->getArg(1), i),
-                                  Align(8));
-    };
     args.push_back(eb.CreateIntToPtr(slot(at), ptrTy, "scratch"));
     args.push_back(slot(at + 1));
   }

@@ -98,6 +98,7 @@ private:
     int64_t offset;           ///< in elements of `type`, from the scratch block's start
     llvm::Type *type;         ///< the element type
     std::vector<int> axes;    ///< the global axes the buffer moves along, outermost first
+    int64_t steps;            ///< the reduce's steps (all its loops, unblocked)
   };
   std::unordered_map<size_t, WholePanel> wholePanels; ///< by buffer index
   Value *scratch = nullptr;                           ///< the launcher's scratch block

@@ -21,6 +21,7 @@
 #include "LowerCPU.h"
 #include "lazyjit/Support/Error.h"
 
+#include <fmt/ranges.h>
 #include <llvm/IR/Intrinsics.h>
 
 namespace lazyjit {
@@ -56,10 +57,8 @@ void CPULowerer::packPanels(std::vector<NodeRef> &idxs) {
   auto pack = [this, &idxs, fr, firstUpcast, steps] {
     const Shape &full = k.fullShape();
     const auto &outCombos = nest.outCombos, &redCombos = nest.redCombos;
-    std::string bufs;
-    for (size_t bi : k.packedBufs) bufs += (bufs.empty() ? "" : ", ") + std::to_string(bi);
-    note("pack buffer{} {}: {} reduce steps x {} x {} lanes", k.packedBufs.size() == 1 ? "" : "s", bufs, steps,
-         panelCombos, lanes);
+    note("pack buffer{} {}: {} reduce steps x {} x {} lanes", k.packedBufs.size() == 1 ? "" : "s",
+         fmt::join(k.packedBufs, ", "), steps, panelCombos, lanes);
     TraceIndent packing(trace);
     // the packed buffers do not move along the global axes from packDepth on
     std::vector<NodeRef> ix = idxs;
@@ -121,7 +120,7 @@ void CPULowerer::packWhole(const std::vector<NodeRef> &idxs, Value *start, Value
   int64_t bytes = 0;
   for (size_t bi : k.wholePacked) {
     DType dt = k.bufs[bi]->bufferDType();
-    WholePanel w{bytes / dt.itemsize(), vb.regType(dt), {}};
+    WholePanel w{bytes / dt.itemsize(), vb.regType(dt), {}, steps};
     int64_t tiles = 1;
     for (int a = 0; a < fr; ++a)
       if (!cpu_heuristics::independentOf(k, bi, static_cast<size_t>(a))) {
@@ -186,9 +185,6 @@ Value *CPULowerer::wholeAddress(size_t bi, const std::string &prefix, Value *ste
   const WholePanel &w = wholePanels.at(bi);
   const Shape &full = k.fullShape();
   auto rcs = static_cast<int64_t>(nest.redCombos.size()), ocs = static_cast<int64_t>(nest.outCombos.size());
-  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
-  int64_t steps = 1;
-  for (int a = fr; a < firstUpcast; ++a) steps *= full[a].asInt();
   Value *tile = i64(0);
   for (int a : w.axes)
     tile = b.CreateAdd(b.CreateMul(tile, i64(full[a].asInt())), asI64(varValues.at(prefix + std::to_string(a))));
@@ -196,7 +192,7 @@ Value *CPULowerer::wholeAddress(size_t bi, const std::string &prefix, Value *ste
   // rows are for A @ B (n = 2048: 274-281 GFLOP/s with [tile][step][reduce][row], one stream of
   // 128 bytes a step; 348-369 this way; n = 1024 within 2%)
   Value *at = b.CreateAdd(b.CreateMul(tile, i64(ocs)), i64(oc));
-  at = b.CreateAdd(b.CreateMul(at, i64(steps)), step);
+  at = b.CreateAdd(b.CreateMul(at, i64(w.steps)), step);
   at = b.CreateAdd(b.CreateMul(at, i64(rcs)), i64(rc));
   return b.CreateInBoundsGEP(w.type, scratch, b.CreateAdd(at, i64(w.offset)));
 }

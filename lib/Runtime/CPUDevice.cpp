@@ -127,28 +127,28 @@ public:
     info_.local = {static_cast<int64_t>(std::min<size_t>(chunks, static_cast<size_t>(std::max<int64_t>(extent, 1))))};
     void **p = ptrs.data();
     JIT::Entry fn = entry;
+    // whole packed inputs (KernelSignature::scratchBytes): one block, from the host allocator,
+    // which keeps freed blocks (a kernel called again reuses one instead of faulting in fresh
+    // pages), its address and the phase after the values above; the kernel first packs into it,
+    // its threads splitting the copy, then computes
+    struct Scratch {
+      void *block = nullptr;
+      size_t bytes = 0;
+      ~Scratch() {
+        if (block) hostAllocator().free(block, bytes);
+      }
+    } scratch;
     if (sig.scratchBytes > 0) {
-      // whole packed inputs (KernelSignature::scratchBytes): one block, from the host allocator,
-      // which keeps freed blocks (a kernel called again reuses one instead of faulting in fresh
-      // pages); the kernel packs into it, its threads splitting the copy, then computes
-      auto bytes = static_cast<size_t>(sig.scratchBytes);
-      void *block = hostAllocator().alloc(bytes);
-      struct Release {
-        void *block;
-        size_t bytes;
-        ~Release() { hostAllocator().free(block, bytes); }
-      } release{block, bytes};
-      std::vector<int64_t> packVals = vals, computeVals = vals;
-      for (auto *v : {&packVals, &computeVals}) v->push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(block)));
-      packVals.push_back(1);
-      computeVals.push_back(0);
-      const int64_t *pv = packVals.data(), *cv = computeVals.data();
+      scratch.bytes = static_cast<size_t>(sig.scratchBytes);
+      scratch.block = hostAllocator().alloc(scratch.bytes);
+      vals.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(scratch.block)));
+      vals.push_back(1);
+      const int64_t *pv = vals.data();
       pool.parallelFor(sig.packRange, chunks, [p, pv, fn](int64_t s, int64_t e) { fn(p, pv, s, e); });
-      pool.parallelFor(extent, chunks, [p, cv, fn](int64_t s, int64_t e) { fn(p, cv, s, e); });
-    } else {
-      const int64_t *vp = vals.data();
-      pool.parallelFor(extent, chunks, [p, vp, fn](int64_t s, int64_t e) { fn(p, vp, s, e); });
+      vals.back() = 0;
     }
+    const int64_t *vp = vals.data();
+    pool.parallelFor(extent, chunks, [p, vp, fn](int64_t s, int64_t e) { fn(p, vp, s, e); });
     // the verifier proves every access of a kernel it is given inside its buffers, and the
     // scheduler sizes buffers for its kernels: an access outside one is a lazyjit bug
     if (report.hit)
