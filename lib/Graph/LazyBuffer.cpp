@@ -356,6 +356,7 @@ LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<Laz
   }
 
   std::vector<LazySrc> opSrcs;
+  opSrcs.reserve(srcs.size());
   for (const auto &x : srcs) {
     // remove the buffers from any (childless) BinaryOps that feed into this
     if (f.mergeElementwiseOps && x->optype == OpType::Binary && x->childless() &&

@@ -127,7 +127,7 @@ ShapeTracker ShapeTracker::stride(const std::vector<int64_t> &mul) const {
 
 ShapeTracker ShapeTracker::reshape(const Shape &newShape, bool mergeView) const {
   if (mergeView)
-    if (auto v = views.back().reshape(newShape)) return replaceLast(*this, *v);
+    if (auto v = views.back().reshape(newShape)) return replaceLast(*this, std::move(*v));
   // The size check of View::reshape runs in both paths so a bad reshape always throws.
   if (!mergeView) (void)views.back().reshape(newShape);
   ShapeTracker out = *this;

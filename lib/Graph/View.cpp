@@ -60,15 +60,18 @@ View View::create(const Shape &shape, const std::optional<Shape> &strides, const
                   const std::optional<Mask> &mask) {
   View v;
   v.shape = shape;
-  Shape rowMajor = stridesForShape(shape);
   bool given = strides && !strides->empty();
-  // (the row-major strides are moved in when no strides are given: one vector fewer per view)
   v.contiguous = pyEq(offset, 0) && !mask;
   if (given) {
     v.strides = filterStrides(shape, *strides);
-    v.contiguous = v.contiguous && v.strides == rowMajor;
+    // row-major, compared in place (no vector of the row-major strides for a view that has its own)
+    SInt acc = 1;
+    for (size_t i = shape.size(); v.contiguous && i-- > 0;) {
+      v.contiguous = v.strides[i] == (pyNe(shape[i], 1) ? acc : SInt(0));
+      if (i > 0) acc = shape[i] * acc;
+    }
   } else {
-    v.strides = std::move(rowMajor);
+    v.strides = stridesForShape(shape);
   }
   v.offset = offset;
   v.mask = mask;

@@ -135,5 +135,27 @@ TEST_CASE("ProbeTable: it grows to stay at most half full and gives its slots ba
     }
   }
   CHECK(t.size() == 0);
-  CHECK(t.capacity() == small);
+  // down to the size it keeps, not below
+  CHECK(t.capacity() == Table::kKeptSlots);
+}
+
+TEST_CASE("ProbeTable: a table of up to kKeptSlots keeps its slots through emptying and refilling") {
+  Table t;
+  auto fill = [&](int n) {
+    for (int v = 0; v < n; ++v) t.insert(static_cast<size_t>(v) * 7919, P(v));
+  };
+  fill(3000);
+  size_t grown = t.capacity();
+  CHECK(grown <= Table::kKeptSlots);
+  for (int round = 0; round < 20; ++round) {
+    for (int v = 0; v < 3000; ++v) REQUIRE(t.erase(static_cast<size_t>(v) * 7919, P(v)));
+    REQUIRE(t.size() == 0);
+    REQUIRE(t.capacity() == grown); // emptied, not shrunk
+    fill(3000); // the tombstones are swept in place, at the same size
+    REQUIRE(t.capacity() == grown);
+    for (int v = 0; v < 3000; v += 101) {
+      int x = v;
+      REQUIRE(t.find(static_cast<size_t>(v) * 7919, [x](const int *y) { return *y == x; }) != nullptr);
+    }
+  }
 }

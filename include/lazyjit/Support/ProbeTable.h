@@ -5,6 +5,7 @@
 // owner locks it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -19,9 +20,14 @@ template <typename V> class ProbeTable {
   static_assert(std::is_pointer_v<V>, "ProbeTable holds pointers (null and a sentinel mark free slots)");
 
 public:
+  // A table up to this size (1 MiB of slots) keeps its slots when it empties: a graph of a few
+  // thousand ops built and freed over and over (a training step) would otherwise grow and shrink
+  // it at every step, a twentieth of building a 200-op chain
+  static constexpr size_t kKeptSlots = size_t{1} << 16;
+
   /// Erases value `v` stored under hash `h` (the first such, in probe order), and says whether
-  /// it was there. A table the erase leaves less than 1/32 full shrinks (a value found before may
-  /// move).
+  /// it was there. A table of more than kKeptSlots that the erase leaves less than 1/32 full
+  /// shrinks (a value found before may move).
   bool erase(size_t h, V v) {
     for (size_t i = first(h); slots[i].value; i = next(i)) {
       Slot &s = slots[i];
@@ -32,7 +38,7 @@ public:
       // the load it grows at, so a graph built and freed over and over does not rehash at every
       // step down and up again. Callers erase from destructors: a failed allocation keeps the
       // table as it is
-      if (live * 32 < slots.size() && slots.size() > kMinSlots) {
+      if (live * 32 < slots.size() && slots.size() > kKeptSlots) {
         try {
           rehash(live);
         } catch (const std::bad_alloc &) {
@@ -78,10 +84,12 @@ private:
   }
   size_t first(size_t h) const { return mix(h) & (slots.size() - 1); }
   size_t next(size_t i) const { return (i + 1) & (slots.size() - 1); }
-  /// Room for `count` values at most a quarter full, the tombstones dropped.
+  /// Room for `count` values at most a quarter full, the tombstones dropped; never below
+  /// kKeptSlots, or the current size where that is smaller.
   void rehash(size_t count) {
     size_t n = kMinSlots;
     while (n < count * 4) n *= 2;
+    n = std::max(n, std::min(slots.size(), kKeptSlots));
     std::vector<Slot> old(n);
     old.swap(slots);
     used = live;
