@@ -36,14 +36,14 @@ Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
   // one call per `width` lanes, the pieces put back together
   Value *out = PoisonValue::get(a->getType());
   for (int64_t lo = 0; lo < lanes; lo += width) {
-    SmallVector<int, 16> pick, put;
+    llvm::SmallVector<int, 16> pick, put;
     for (int64_t i = 0; i < width; ++i) pick.push_back(static_cast<int>(lo + i));
     Value *piece = width == lanes ? a : b.CreateShuffleVector(a, pick);
     CallInst *call = b.CreateCall(f, {piece});
     call->setDoesNotAccessMemory();
     if (width == lanes) return call;
     for (int64_t i = 0; i < lanes; ++i) put.push_back(i >= lo && i < lo + width ? static_cast<int>(lanes + i - lo) : static_cast<int>(i));
-    SmallVector<int, 64> grow;
+    llvm::SmallVector<int, 64> grow;
     for (int64_t i = 0; i < lanes; ++i) grow.push_back(i < width ? static_cast<int>(i) : -1);
     Value *wide = b.CreateShuffleVector(call, PoisonValue::get(part), grow);
     out = b.CreateShuffleVector(out, wide, put);

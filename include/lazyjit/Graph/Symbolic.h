@@ -18,6 +18,7 @@
 #pragma once
 
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/SmallVector.h"
 
 #include <atomic>
 #include <cstdint>
@@ -60,7 +61,8 @@ private:
   NodeRef n;
 };
 
-using Shape = std::vector<SInt>;
+/// A shape, its strides, or an index tuple: up to four dimensions without an allocation.
+using Shape = SmallVector<SInt, 4>;
 
 enum class NodeKind : uint8_t { Variable, Num, Mul, Div, Mod, Lt, Sum, And };
 

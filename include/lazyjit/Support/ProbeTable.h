@@ -1,8 +1,8 @@
 // An open-addressed hash table of pointers stored with their hashes (linear probing): one allocation
 // per rehash and none per entry, where a node-based std::unordered_multimap allocates a node per
 // entry and chases pointers through its buckets on every lookup, a cache miss each once the table
-// outgrows the caches. An erased slot is a tombstone until the next rehash. Not synchronized: its
-// owner locks it.
+// outgrows the caches. An erased slot is a tombstone until the next rehash, or until the slots
+// after it in its run empty. Not synchronized: its owner locks it.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +34,14 @@ public:
       if (s.value != v || s.hash != h) continue;
       s.value = tomb();
       --live;
+      // a tombstone that ends its run (the next slot empty) is no slot that a probe must pass:
+      // it and the tombstones before it become empty again, so a table that fills and empties
+      // over and over seldom needs a sweep
+      if (!slots[next(i)].value)
+        for (size_t j = i; slots[j].value == tomb(); j = prev(j)) {
+          slots[j].value = nullptr;
+          --used;
+        }
       // a table that emptied (the graph it held was freed) gives its slots back; only well below
       // the load it grows at, so a graph built and freed over and over does not rehash at every
       // step down and up again. Callers erase from destructors: a failed allocation keeps the
@@ -84,14 +92,25 @@ private:
   }
   size_t first(size_t h) const { return mix(h) & (slots.size() - 1); }
   size_t next(size_t i) const { return (i + 1) & (slots.size() - 1); }
+  size_t prev(size_t i) const { return (i - 1) & (slots.size() - 1); }
   /// Room for `count` values at most a quarter full, the tombstones dropped; never below
   /// kKeptSlots, or the current size where that is smaller.
   void rehash(size_t count) {
     size_t n = kMinSlots;
     while (n < count * 4) n *= 2;
     n = std::max(n, std::min(slots.size(), kKeptSlots));
-    std::vector<Slot> old(n);
-    old.swap(slots);
+    std::vector<Slot> old;
+    if (n == slots.size()) {
+      // a sweep of the tombstones, at the same size: only the live values are copied out (a new
+      // table of slots would be a large allocation, and glibc consolidates its free lists on each)
+      old.reserve(live);
+      for (const Slot &s : slots)
+        if (s.value && s.value != tomb()) old.push_back(s);
+      std::fill(slots.begin(), slots.end(), Slot{});
+    } else {
+      old.resize(n);
+      old.swap(slots);
+    }
     used = live;
     for (const Slot &s : old)
       if (s.value && s.value != tomb()) {
