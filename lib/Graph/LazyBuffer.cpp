@@ -6,6 +6,7 @@
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Support/Logging.h"
 #include "lazyjit/Support/Math.h"
+#include "lazyjit/Support/PtrSet.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,6 @@
 #include <limits>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace lazyjit {
 
@@ -173,23 +173,12 @@ size_t LazyBuffer::childCount(size_t atMost) const {
     if (count(c)) return atMost;
   if (users_.empty()) return found.size();
   // walk up from the ops that read this buffer; the op graph is a DAG, so remember what was seen
-  // (a list while it is short, a hash set past that)
   std::vector<const LazyOp *> stack(users_.begin(), users_.end());
-  std::vector<const LazyOp *> seenList;
-  std::unordered_set<const LazyOp *> seenSet;
-  auto firstVisit = [&](const LazyOp *n) {
-    if (seenSet.empty()) {
-      if (std::find(seenList.begin(), seenList.end(), n) != seenList.end()) return false;
-      seenList.push_back(n);
-      if (seenList.size() > 32) seenSet.insert(seenList.begin(), seenList.end());
-      return true;
-    }
-    return seenSet.insert(n).second;
-  };
+  PtrSet<LazyOp> seen;
   while (!stack.empty()) {
     const LazyOp *n = stack.back();
     stack.pop_back();
-    if (!firstVisit(n)) continue;
+    if (!seen.insert(n)) continue;
     for (LazyBuffer *c : n->owners_)
       if (count(c)) return atMost;
     for (const LazyOp *p : n->parents_) stack.push_back(p);
@@ -237,7 +226,7 @@ std::string LazyBuffer::repr() const {
 
 LazyBufferRef LazyBuffer::loadop(const GraphOptions &o, Op op, const Shape &shape, DType dtype,
                                  const std::string &device, LazyOpArg arg, LazyBufferRef src) {
-  std::vector<LazySrc> srcs;
+  LazySrcs srcs;
   if (src) srcs.emplace_back(std::move(src));
   return createLazyBuffer(o, device, ShapeTracker::fromShape(shape), OpType::Load,
                           LazyOp::make(op, std::move(srcs), std::move(arg)), dtype);
@@ -355,7 +344,7 @@ LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<Laz
     return ns[0]->e(o, eop, tail, arg)->contiguous(o);
   }
 
-  std::vector<LazySrc> opSrcs;
+  LazySrcs opSrcs;
   opSrcs.reserve(srcs.size());
   for (const auto &x : srcs) {
     // remove the buffers from any (childless) BinaryOps that feed into this

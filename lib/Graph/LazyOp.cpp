@@ -4,6 +4,7 @@
 #include "lazyjit/Support/Release.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Support/Math.h"
+#include "lazyjit/Support/PtrSet.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -87,7 +88,7 @@ LazyOp::~LazyOp() {
   }
 }
 
-LazyOp::LazyOp(Op op_, std::vector<LazySrc> src_, LazyOpArg arg_)
+LazyOp::LazyOp(Op op_, LazySrcs src_, LazyOpArg arg_)
     : op(op_), src(std::move(src_)), arg(std::move(arg_)) {
   size_t h = static_cast<size_t>(op) + 0x51;
   for (const auto &s : src)
@@ -137,16 +138,16 @@ const std::vector<LazyBuffer *> &LazyOp::buffers() const {
       LazyBuffer *buf;
     };
     std::vector<Item> stack{{this, nullptr}};
-    std::unordered_set<const LazyOp *> walked;
-    std::unordered_set<const LazyBuffer *> seen;
+    PtrSet<LazyOp> walked;
+    PtrSet<LazyBuffer> seen;
     while (!stack.empty()) {
       Item it = stack.back();
       stack.pop_back();
       if (it.buf) {
-        if (seen.insert(it.buf).second) buffers_.push_back(it.buf);
+        if (seen.insert(it.buf)) buffers_.push_back(it.buf);
         continue;
       }
-      if (!walked.insert(it.op).second) continue;
+      if (!walked.insert(it.op)) continue;
       for (size_t i = it.op->src.size(); i-- > 0;) {
         const LazySrc &s = it.op->src[i];
         stack.push_back(s.isBuffer() ? Item{nullptr, s.buf.get()} : Item{s.op.get(), nullptr});
@@ -171,7 +172,7 @@ LazyOpRef LazyOp::mapBuffers(const std::unordered_map<const LazyBuffer *, LazySr
   postorderOnce(*this, [&](const LazyOp &x) { return mapped.count(&x) != 0; }, [&](const LazyOp &n) {
     const LazyOp *node = &n;
     bool changed = false;
-    std::vector<LazySrc> ns;
+    LazySrcs ns;
     ns.reserve(node->src.size());
     for (const LazySrc &s : node->src) {
       if (s.isBuffer()) {

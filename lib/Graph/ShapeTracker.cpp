@@ -175,7 +175,7 @@ ShapeTracker ShapeTracker::simplify() && {
     auto merged = mergeViews(views[views.size() - 2], views.back());
     if (!merged) break;
     views.pop_back();
-    views.back() = *merged;
+    views.back() = std::move(*merged);
   }
   return std::move(*this);
 }

@@ -4,11 +4,11 @@
 #include "KernelBuild.h"
 #include "lazyjit/Schedule/NodeDType.h"
 #include "lazyjit/Support/Logging.h"
+#include "lazyjit/Support/PtrSet.h"
 
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace lazyjit {
 
@@ -178,11 +178,11 @@ private:
 // needs a leaf of the kernel's shape).
 bool readsOutsideRows(const LazyOp &op, const Shape &full) {
   std::vector<const LazyOp *> stack{&op};
-  std::unordered_set<const LazyOp *> seen;
+  PtrSet<LazyOp> seen;
   while (!stack.empty()) {
     const LazyOp *x = stack.back();
     stack.pop_back();
-    if (x->op == Op::Expand || !seen.insert(x).second) continue;
+    if (x->op == Op::Expand || !seen.insert(x)) continue;
     for (const auto &s : x->src) {
       if (s.isBuffer()) {
         if (s.buf->shape == full) return true;

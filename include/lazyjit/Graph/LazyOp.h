@@ -101,18 +101,21 @@ struct LazySrc {
 };
 
 /// The node a walk descends into from a source (LazyOpWalk.h); null for a LazyBuffer.
+/// An op's sources: most ops have one or two, kept inline (no allocation per node).
+using LazySrcs = SmallVector<LazySrc, 2>;
+
 inline const LazyOp *srcOp(const LazySrc &s) { return s.isBuffer() ? nullptr : s.op.get(); }
 
 class LazyOp {
 public:
   Op op;
-  std::vector<LazySrc> src;
+  LazySrcs src;
   LazyOpArg arg;
 
-  LazyOp(Op op, std::vector<LazySrc> src, LazyOpArg arg = {});
+  LazyOp(Op op, LazySrcs src, LazyOpArg arg = {});
   /// Frees its sources through deferRelease: a graph thousands of ops deep is freed without recursion.
   ~LazyOp();
-  static LazyOpRef make(Op op, std::vector<LazySrc> src, LazyOpArg arg = {}) {
+  static LazyOpRef make(Op op, LazySrcs src, LazyOpArg arg = {}) {
     return std::make_shared<const LazyOp>(op, std::move(src), std::move(arg));
   }
 

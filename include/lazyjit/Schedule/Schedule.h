@@ -6,11 +6,11 @@
 
 #include "lazyjit/Schedule/KernelOp.h"
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Support/PtrSet.h"
 
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace lazyjit {
@@ -43,13 +43,13 @@ struct ScheduleItem {
 /// alive so that their addresses stay unique during the walk.
 class SeenSet {
 public:
-  bool contains(const LazyBuffer *b) const { return set.count(b) != 0; }
+  bool contains(const LazyBuffer *b) const { return set.contains(b); }
   void add(const LazyBufferRef &b) {
-    if (set.insert(b.get()).second) keep.push_back(b);
+    if (set.insert(b.get())) keep.push_back(b);
   }
 
 private:
-  std::unordered_set<const LazyBuffer *> set;
+  PtrSet<LazyBuffer> set;
   std::vector<LazyBufferRef> keep;
 };
 

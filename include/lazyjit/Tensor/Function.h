@@ -23,6 +23,7 @@
 //   Tensor y = Function::apply(std::make_shared<Square>(), {x});
 #pragma once
 
+#include "lazyjit/Support/SmallVector.h"
 #include "lazyjit/Tensor/Tensor.h"
 
 #include <string_view>
@@ -62,7 +63,7 @@ public:
 private:
   friend class Tensor;
   std::string device_;
-  std::vector<std::optional<bool>> needsGrad;
+  SmallVector<std::optional<bool>, 4> needsGrad; // (one per input: inline, no allocation per op)
   std::vector<Tensor> parents_;
 };
 
