@@ -3,6 +3,7 @@
 // nest, and when the reduce runs in blocks whose panels fit the stack.
 #include "Heuristics.h"
 #include "HeuristicsCPU.h"
+#include "LoopNest.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 
 #include <algorithm>
@@ -52,16 +53,13 @@ constexpr int64_t kMinWholePanelReuse = 8;
 // ran at half the speed of A @ B. Copied once (the threads splitting the copy) in the order the
 // reduce reads it, each tile row is a sequential stream read by every column block: n = 1024 went
 // from 165 to 327-367 GFLOP/s (A @ B: 389-415), n = 2048 from 147 to 370 (A @ B: 361-385).
-void chooseWholePacking(Kernel &k, int vecAxis, const std::vector<int> &tileAxes, int64_t steps,
-                        const std::vector<bool> &inReduce) {
+void chooseWholePacking(Kernel &k, const LoopNest &nest, int64_t steps, const std::vector<bool> &inReduce) {
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
-  const Shape &full = k.fullShape(), &out = k.outputShape();
+  const Shape &full = k.fullShape();
   if (fr == firstUpcast) return; // no reduce loop: a step of nothing
-  int64_t rows = 1, redCombos = 1;
-  for (int a = firstUpcast; a < n; ++a) {
-    if (a == vecAxis) continue;
-    (pyEq(full[a], out[a]) ? rows : redCombos) *= full[a].asInt();
-  }
+  int vecAxis = nest.vecAxis;
+  const std::vector<int> &tileAxes = nest.outUp;
+  int64_t rows = static_cast<int64_t>(nest.outCombos.size()), redCombos = static_cast<int64_t>(nest.redCombos.size());
   int64_t total = 0;
   for (size_t i = 1; i < k.bufs.size(); ++i) {
     if (k.bufs[i]->op == Op::Const || !inReduce[i] ||
@@ -98,24 +96,19 @@ void chooseWholePacking(Kernel &k, int vecAxis, const std::vector<int> &tileAxes
 // budget and the copy to be read at least 4 times.
 void cpu_heuristics::choosePanelPacking(Kernel &k) {
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
-  const Shape &full = k.fullShape(), &out = k.outputShape();
+  const Shape &full = k.fullShape();
   if (fr == 0 || !k.reduceop) return;
-  // the lowering's vector axis is the last output-upcast axis (LowerCPU.cpp), unless the last
-  // upcast axis is a reduce axis it takes as dot products
-  int vecAxis = -1;
-  std::vector<int> tileAxes;
-  int64_t combos = 1, steps = 1;
-  for (int a = firstUpcast; a < n; ++a) {
+  for (int a = firstUpcast; a < n; ++a)
     if (!full[a].isInt()) return;
-    if (!pyEq(full[a], out[a])) {
-      combos *= full[a].asInt();
-    } else {
-      if (vecAxis >= 0) tileAxes.push_back(vecAxis);
-      vecAxis = a;
-    }
-  }
-  if (vecAxis < 0 || tileAxes.empty()) return;
-  if (!pyEq(full[n - 1], out[n - 1]) && full[n - 1].asInt() >= 8 && full[n - 1].asInt() <= 64) return;
+  // the lowering's own decisions, not a second reading of the upcasts: its vector axis (recorded
+  // now, and again by the pass list once the heuristics are done; the swaps below move only global
+  // axes), the tile's rows (the other output upcasts) and the reduce's unrolled combinations
+  chooseVectorAxis(k);
+  LoopNest nest = LoopNest::of(k);
+  if (nest.vecAxis < 0 || nest.vecReduce || nest.outUp.empty()) return;
+  int vecAxis = nest.vecAxis;
+  const std::vector<int> &tileAxes = nest.outUp;
+  int64_t combos = static_cast<int64_t>(nest.redCombos.size()), steps = 1;
   for (int a = fr; a < firstUpcast; ++a) {
     if (!full[a].isInt()) return;
     steps *= full[a].asInt();
@@ -171,7 +164,7 @@ void cpu_heuristics::choosePanelPacking(Kernel &k) {
   k.packDepth = depth;
   k.packedBufs = std::move(packed);
   k.packBlock = block;
-  chooseWholePacking(k, vecAxis, tileAxes, steps, inReduce);
+  chooseWholePacking(k, nest, steps, inReduce);
 }
 
 } // namespace lazyjit
