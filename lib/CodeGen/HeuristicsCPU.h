@@ -4,7 +4,12 @@
 #include "lazyjit/CodeGen/Kernel.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+namespace lazyjit {
+struct LoopNest;
+}
 
 namespace lazyjit::cpu_heuristics {
 
@@ -32,5 +37,16 @@ bool independentOf(const Kernel &k, size_t buf, size_t axis);
 /// along the vector axis and not along the tile's rows are copied once per value of the global
 /// axes they depend on, and read by every iteration of the global loops inside those.
 void choosePanelPacking(Kernel &k);
+
+/// The copy of a whole-packed input (Kernel::wholePacked) in the scratch block: the global axes it
+/// moves along (its tiles), the steps of the reduce loops, and its size, laid out
+/// [tile][row combination][step][reduce combination] and rounded up to 64 bytes. One reading for
+/// the heuristic that sizes the scratch and the lowering that fills and reads it (nullopt where
+/// an axis is symbolic).
+struct WholePanelShape {
+  std::vector<int> axes;
+  int64_t tiles = 1, steps = 1, bytes = 0;
+};
+std::optional<WholePanelShape> wholePanelShape(const Kernel &k, const LoopNest &nest, size_t buf);
 
 } // namespace lazyjit::cpu_heuristics

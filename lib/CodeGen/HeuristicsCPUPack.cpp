@@ -13,6 +13,7 @@ namespace lazyjit {
 
 using cpu_heuristics::independentOf;
 using cpu_heuristics::reduceInputs;
+using cpu_heuristics::wholePanelShape;
 
 namespace {
 
@@ -53,13 +54,12 @@ constexpr int64_t kMinWholePanelReuse = 8;
 // ran at half the speed of A @ B. Copied once (the threads splitting the copy) in the order the
 // reduce reads it, each tile row is a sequential stream read by every column block: n = 1024 went
 // from 165 to 327-367 GFLOP/s (A @ B: 389-415), n = 2048 from 147 to 370 (A @ B: 361-385).
-void chooseWholePacking(Kernel &k, const LoopNest &nest, int64_t steps, const std::vector<bool> &inReduce) {
+void chooseWholePacking(Kernel &k, const LoopNest &nest, const std::vector<bool> &inReduce) {
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
   const Shape &full = k.fullShape();
   if (fr == firstUpcast) return; // no reduce loop: a step of nothing
   int vecAxis = nest.vecAxis;
   const std::vector<int> &tileAxes = nest.outUp;
-  int64_t rows = static_cast<int64_t>(nest.outCombos.size()), redCombos = static_cast<int64_t>(nest.redCombos.size());
   int64_t total = 0;
   for (size_t i = 1; i < k.bufs.size(); ++i) {
     if (k.bufs[i]->op == Op::Const || !inReduce[i] ||
@@ -72,13 +72,11 @@ void chooseWholePacking(Kernel &k, const LoopNest &nest, int64_t steps, const st
     int64_t itemsize = k.bufs[i]->bufferDType().itemsize();
     const auto &inner = rs[static_cast<size_t>(firstUpcast - 1)];
     if (!inner || !inner->isInt() || std::abs(inner->asInt()) * itemsize < 64) continue;
-    int64_t tiles = 1, reuse = 1;
-    for (int a = 0; a < fr; ++a) {
-      if (!full[a].isInt()) return;
-      (independentOf(k, i, static_cast<size_t>(a)) ? reuse : tiles) *= full[a].asInt();
-    }
-    int64_t bytes = tiles * steps * redCombos * rows * itemsize;
-    bytes = (bytes + 63) / 64 * 64;
+    auto shape = wholePanelShape(k, nest, i);
+    if (!shape) return;
+    int64_t reuse = 1, bytes = shape->bytes;
+    for (int a = 0; a < fr; ++a) reuse *= full[a].asInt();
+    reuse /= shape->tiles;
     if (reuse < kMinWholePanelReuse || bytes < kMinWholePanelBytes || total + bytes > kMaxWholePanelBytes) continue;
     k.wholePacked.push_back(i);
     total += bytes;
@@ -87,6 +85,24 @@ void chooseWholePacking(Kernel &k, const LoopNest &nest, int64_t steps, const st
 }
 
 } // namespace
+
+std::optional<cpu_heuristics::WholePanelShape> cpu_heuristics::wholePanelShape(const Kernel &k, const LoopNest &nest,
+                                                                               size_t buf) {
+  const Shape &full = k.fullShape();
+  int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
+  WholePanelShape w;
+  for (int a = 0; a < firstUpcast; ++a) {
+    if (!full[a].isInt()) return std::nullopt;
+    if (a >= fr) w.steps *= full[a].asInt();
+    else if (!independentOf(k, buf, static_cast<size_t>(a))) {
+      w.axes.push_back(a);
+      w.tiles *= full[a].asInt();
+    }
+  }
+  int64_t values = w.tiles * static_cast<int64_t>(nest.outCombos.size()) * w.steps * static_cast<int64_t>(nest.redCombos.size());
+  w.bytes = (values * k.bufs[buf]->bufferDType().itemsize() + 63) / 64 * 64;
+  return w;
+}
 
 // Packed panels (Kernel::packDepth) for a register-tiled reduce: the reduce's inputs that move
 // along the vector axis and not along the tile's rows (the right-hand side B of A @ B, the image
@@ -164,7 +180,7 @@ void cpu_heuristics::choosePanelPacking(Kernel &k) {
   k.packDepth = depth;
   k.packedBufs = std::move(packed);
   k.packBlock = block;
-  chooseWholePacking(k, nest, steps, inReduce);
+  chooseWholePacking(k, nest, inReduce);
 }
 
 } // namespace lazyjit

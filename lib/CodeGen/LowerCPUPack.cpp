@@ -113,22 +113,15 @@ void CPULowerer::packPanels(std::vector<NodeRef> &idxs) {
 void CPULowerer::packWhole(const std::vector<NodeRef> &idxs, Value *start, Value *end) {
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
-  int64_t steps = 1;
-  for (int a = fr; a < firstUpcast; ++a) steps *= full[a].asInt();
   auto rc = static_cast<int64_t>(nest.redCombos.size()), oc = static_cast<int64_t>(nest.outCombos.size());
-  // the layout: each buffer's panel after the last, 64-byte aligned
+  // the layout the heuristic sized: each buffer's panel after the last
   int64_t bytes = 0;
   for (size_t bi : k.wholePacked) {
     DType dt = k.bufs[bi]->bufferDType();
-    WholePanel w{bytes / dt.itemsize(), vb.regType(dt), {}, steps};
-    int64_t tiles = 1;
-    for (int a = 0; a < fr; ++a)
-      if (!cpu_heuristics::independentOf(k, bi, static_cast<size_t>(a))) {
-        w.axes.push_back(a);
-        tiles *= full[a].asInt();
-      }
-    bytes += (tiles * steps * rc * oc * dt.itemsize() + 63) / 64 * 64;
-    wholePanels.emplace(bi, std::move(w));
+    auto shape = cpu_heuristics::wholePanelShape(k, nest, bi);
+    LAZYJIT_INTERNAL_CHECK(shape.has_value(), "codegen: buffer {} packed whole over a symbolic shape", bi);
+    wholePanels.emplace(bi, WholePanel{bytes / dt.itemsize(), vb.regType(dt), shape->axes, shape->steps});
+    bytes += shape->bytes;
   }
   LAZYJIT_INTERNAL_CHECK(bytes == k.wholePackBytes, "codegen: whole panels of {} bytes where the kernel has {}",
                          bytes, k.wholePackBytes);
@@ -136,7 +129,7 @@ void CPULowerer::packWhole(const std::vector<NodeRef> &idxs, Value *start, Value
     const WholePanel &w = wholePanels.at(bi);
     std::string tiles;
     for (int a : w.axes) tiles += full[a].render() + " x ";
-    note("pack buffer {} whole: {}{} reduce steps x {} x {}", bi, tiles, steps, rc, oc);
+    note("pack buffer {} whole: {}{} reduce steps x {} x {}", bi, tiles, w.steps, rc, oc);
     TraceIndent packing(trace);
     // the global axes the buffer does not move along at 0, the others and the reduce axes counted
     std::vector<NodeRef> ix = idxs;
