@@ -60,18 +60,14 @@ View View::create(const Shape &shape, const std::optional<Shape> &strides, const
                   const std::optional<Mask> &mask) {
   View v;
   v.shape = shape;
+  Shape rowMajor = stridesForShape(shape); // (inline up to four dimensions: no allocation)
   bool given = strides && !strides->empty();
   v.contiguous = pyEq(offset, 0) && !mask;
   if (given) {
     v.strides = filterStrides(shape, *strides);
-    // row-major, compared in place (no vector of the row-major strides for a view that has its own)
-    SInt acc = 1;
-    for (size_t i = shape.size(); v.contiguous && i-- > 0;) {
-      v.contiguous = v.strides[i] == (pyNe(shape[i], 1) ? acc : SInt(0));
-      if (i > 0) acc = shape[i] * acc;
-    }
+    v.contiguous = v.contiguous && v.strides == rowMajor;
   } else {
-    v.strides = stridesForShape(shape);
+    v.strides = std::move(rowMajor);
   }
   v.offset = offset;
   v.mask = mask;

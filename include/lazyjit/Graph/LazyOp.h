@@ -100,10 +100,10 @@ struct LazySrc {
   bool isBuffer() const { return static_cast<bool>(buf); }
 };
 
-/// The node a walk descends into from a source (LazyOpWalk.h); null for a LazyBuffer.
 /// An op's sources: most ops have one or two, kept inline (no allocation per node).
 using LazySrcs = SmallVector<LazySrc, 2>;
 
+/// The node a walk descends into from a source (LazyOpWalk.h); null for a LazyBuffer.
 inline const LazyOp *srcOp(const LazySrc &s) { return s.isBuffer() ? nullptr : s.op.get(); }
 
 class LazyOp {

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
-#include <memory>
 #include <new>
 #include <stdexcept>
 #include <type_traits>
@@ -109,9 +108,7 @@ public:
   void reserve(size_t n) {
     if (n > cap_) grow(n);
   }
-  void clear() {
-    destroyAll();
-  }
+  void clear() { destroyAll(); }
   void push_back(const T &x) { emplace_back(x); }
   void push_back(T &&x) { emplace_back(std::move(x)); }
   template <typename... A> T &emplace_back(A &&...args) {
