@@ -273,6 +273,7 @@ CompileOptions CompileOptions::from(const Config &c) {
 Kernel buildKernel(const KernelOpRef &ast, const TargetSpec &target, const CompileOptions &opts) {
   KernelOptions ko;
   if (target.features.find("+avx512f") != std::string::npos) ko.vectorBits = 512;
+  ko.avx512dq = target.features.find("+avx512dq") != std::string::npos;
   if (target.kind == TargetSpec::Kind::NVPTX) {
     ko.hasLocal = true;
     ko.hasShared = true;
@@ -320,12 +321,13 @@ std::string kernelSummary(const Kernel &k) {
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
   std::string shape = renderShape(k.fullShape());
   std::string packed = fmt::format("{}", fmt::join(k.packedBufs, ", "));
-  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}{}", k.name(),
+  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
                      k.rowMoments.empty() ? ""
                                           : fmt::format("\n  row moments: {} sum{} of squared deviations from the first pass (Welford)",
                                                         k.rowMoments.size(), k.rowMoments.size() == 1 ? "" : "s"),
+                     k.rowPipelined ? "\n  rows pipelined: each row's output pass runs in the next row's last pass" : "",
                      k.rowThreads ? fmt::format("\n  row threads {} per block", k.rowThreads) : "",
                      k.streamingStores ? "\n  stores streaming" : "",
                      k.packDepth < 0   ? ""

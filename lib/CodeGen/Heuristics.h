@@ -17,6 +17,9 @@ void applyCPURowHeuristics(Kernel &k);
 /// Row kernels, both targets: the sums of squared deviations the row's first pass computes from
 /// its moments (Kernel::rowMoments; HeuristicsRow.cpp).
 void chooseRowMoments(Kernel &k);
+/// CPU row kernels: whether each row's output pass runs inside the next row's last pass
+/// (Kernel::rowPipelined; HeuristicsRow.cpp).
+void chooseRowPipelining(Kernel &k);
 /// GPU row kernels (OPT=5): the threads of the block each row runs on.
 void applyGPURowHeuristics(Kernel &k);
 /// GPU: global/local sizes, grouped reductions through shared memory, upcasts.

@@ -3,6 +3,7 @@
 // scratch arrays. (The GPU's block size: HeuristicsGPU.cpp.)
 #include "Heuristics.h"
 #include "HeuristicsCPU.h"
+#include "LoopNest.h"
 
 #include <algorithm>
 
@@ -75,6 +76,35 @@ void applyCPURowHeuristics(Kernel &k) {
   k.streamingStores = whole && lanes * out.itemsize() == 64 && outputBytes(k) >= kStreamingStoreBytes;
   // (in vectors only: a scalar pass would pay a division per element for the pass it saves)
   chooseRowMoments(k);
+  chooseRowPipelining(k);
+}
+
+// Rows are pipelined (Kernel::rowPipelined) when the output goes to memory with streaming stores
+// (a store-bound output pass is what the next row's arithmetic can hide), the kernel has no reduce
+// of its own (its final pass accumulates instead of storing), the output pass and the last pass
+// over the row both run in vectors (one loop runs both), and two copies of a row's scratch arrays
+// fit half the stack budget. Softmax 4096 x 4096: the exp of the sum's pass had run after the
+// previous row's stores instead of beside them (docs/architecture.md "Pipelined rows").
+void chooseRowPipelining(Kernel &k) {
+  k.rowPipelined = false;
+  if (!k.streamingStores || k.reduceop || !k.rowScratch) return;
+  int64_t rowBytes = k.bufs[0]->bufferDType().itemsize();
+  for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {
+    if (!k.fullShape()[a].isInt()) return;
+    rowBytes *= k.fullShape()[a].asInt();
+  }
+  if (2 * rowBytes > kMaxStackScratchBytes / 2) return;
+  const KernelOp *last = lastRowPass(k);
+  if (!last || !isFloat(last->kernelDType()) || !rowPassInVectors(k, last->src[0].get())) return;
+  if (!rowPassInVectors(k, k.bufs[0]->src[0].get())) return;
+  // the first pass also keeps the folded reduces' moments, in vectors as well
+  const KernelOp *first = nullptr;
+  for (const KernelOp *x : rowNodes(k))
+    if (!first && isReduceOp(x->op) && !k.rowMomentsOf(x)) first = x;
+  if (first == last)
+    for (const auto &mo : k.rowMoments)
+      if (!rowPassInVectors(k, mo.value)) return;
+  k.rowPipelined = true;
 }
 
 } // namespace lazyjit

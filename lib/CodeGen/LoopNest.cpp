@@ -3,7 +3,10 @@
 #include "LoopNest.h"
 #include "IndexSimplify.h"
 #include "VectorMath.h"
+#include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
+
+#include <unordered_set>
 
 namespace lazyjit {
 
@@ -171,6 +174,48 @@ void chooseVectorAxis(Kernel &k) {
   int64_t size = full[lastOut].asInt();
   if (size >= 4 && size <= 64 && lanesSupported(ops, size, k.opts) && outputContiguousAlong(k, lastOut))
     k.vectorAxis = lastOut;
+}
+
+std::vector<const KernelOp *> rowNodes(const Kernel &k) {
+  std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*k.ast);
+  std::vector<const KernelOp *> order;
+  // post-order, each node once
+  walkOps(*k.ast, [](const KernelOp &) { return true; }, [&](const KernelOp &x) {
+    // (the kernel's own reduce, outside every EXPAND, is not a row value)
+    if ((!isReduceOp(x.op) && x.op != Op::Expand) || !inRows.count(&x)) return;
+    order.push_back(&x); // (equal nodes are one KernelOp: each value is computed once)
+  });
+  return order;
+}
+
+std::vector<const KernelOp *> rowPassNodes(const KernelOp *root) {
+  // (a pass does not evaluate the operands of a row value: it is computed before the pass)
+  auto descends = [](const KernelOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; };
+  std::vector<const KernelOp *> out, stack{root};
+  std::unordered_set<const KernelOp *> seen{root};
+  while (!stack.empty()) {
+    const KernelOp *op = stack.back();
+    stack.pop_back();
+    out.push_back(op);
+    if (!descends(*op)) continue;
+    for (const auto &s : op->src)
+      if (seen.insert(s.get()).second) stack.push_back(s.get());
+  }
+  return out;
+}
+
+bool rowPassInVectors(const Kernel &k, const KernelOp *root) {
+  if (k.rowLanes == 0) return false;
+  std::vector<const KernelOp *> ops = rowPassNodes(root);
+  std::erase_if(ops, [](const KernelOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
+  return lanesSupported(ops, k.rowLanes, k.opts);
+}
+
+const KernelOp *lastRowPass(const Kernel &k) {
+  const KernelOp *last = nullptr;
+  for (const KernelOp *x : rowNodes(k))
+    if (isReduceOp(x->op) && !k.rowMomentsOf(x)) last = x;
+  return last;
 }
 
 } // namespace lazyjit

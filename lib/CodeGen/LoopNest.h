@@ -59,6 +59,20 @@ bool contiguousInVidx(const NodeRef &idx, const NodeRef &vidx, NodeRef *base);
 /// has them for the target (`o`). Everything else is the ALU's, which works on vectors as on scalars.
 bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, const KernelOptions &o);
 
+// ---- row kernels (Kernel::rowKernel): what the heuristics and both lowerings read alike ----
+
+/// The distinct reduce and EXPAND nodes of a row kernel's rows (not the kernel's own reduce,
+/// outside every EXPAND), each after the ones it reads: the order the row's passes run in.
+std::vector<const KernelOp *> rowNodes(const Kernel &k);
+/// The nodes a pass over a row kernel's row evaluates per element: its tree down to the leaves and
+/// the row values (reduces and EXPANDs, computed before the pass).
+std::vector<const KernelOp *> rowPassNodes(const KernelOp *root);
+/// Whether the CPU's pass evaluating `root` per element runs in vectors of Kernel::rowLanes.
+bool rowPassInVectors(const Kernel &k, const KernelOp *root);
+/// The row's last pass over the row before the output pass: the last reduce in rowNodes order not
+/// folded into the first pass's moments (null: none).
+const KernelOp *lastRowPass(const Kernel &k);
+
 /// CPU: records in `k` which upcast axis the lowering emits as one LLVM vector (Kernel::vectorAxis).
 /// A last upcast axis that is a reduce axis of 8 to 64 elements becomes vector partial sums (dot
 /// products) when the reduce is float; otherwise the last output-upcast axis of 4 to 64 elements

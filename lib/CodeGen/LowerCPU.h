@@ -7,6 +7,8 @@
 
 #include <llvm/TargetParser/Triple.h>
 
+#include <array>
+
 namespace lazyjit {
 
 // CPU math: sqrt is an instruction; exp2/log2/sin are calls to the C library by name, marked as
@@ -16,31 +18,30 @@ namespace lazyjit {
 // it is narrower; a row kernel's float exp2 is computed inline (inlineExp2F32).
 class CPUMath : public MathLowering {
 public:
-  CPUMath(int64_t vectorBits, bool vectorMath, llvm::Triple triple, bool rowKernel)
-      : vectorBits(vectorBits), vectorMath(vectorMath), triple(std::move(triple)), rowKernel(rowKernel) {}
+  CPUMath(const KernelOptions &o, llvm::Triple triple, bool rowKernel)
+      : vectorBits(o.vectorBits), vectorMath(o.vectorMath), avx512dq(o.avx512dq), triple(std::move(triple)),
+        rowKernel(rowKernel) {}
   llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) override;
 
 private:
   int64_t vectorBits;
   bool vectorMath; ///< KernelOptions::vectorMath: libmvec's variants exist
+  bool avx512dq;
   llvm::Triple triple;
   bool rowKernel;
   llvm::Value *vectorCall(llvm::IRBuilder<> &b, Op op, llvm::Value *x);
 };
 
 /// exp2 of a <N x float> computed inline (no libmvec call); row kernels use it (LowerCPUVector.cpp).
-/// `avx512`: the target has AVX-512F (2^k is applied with vscalefps).
-llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x, bool avx512);
-
-/// The nodes a pass over a row kernel's row evaluates per element: its tree down to the leaves and
-/// the row values (reduces and EXPANDs, computed before the pass) (LowerCPURowPlan.cpp).
-std::vector<const KernelOp *> rowPassNodes(const KernelOp *root);
+/// `avx512`: the target has AVX-512F (2^k is applied with vscalefps); `dq`: also AVX512DQ (the
+/// fraction comes from vreduceps).
+llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x, bool avx512, bool dq);
 
 /// Lowers one Kernel for a CPU target (lowerKernelCPU); see LowerCPU.cpp for the IR it emits.
 class CPULowerer : public KernelEmitter {
 public:
   CPULowerer(const Kernel &k, const LoopNest &nest, llvm::Module &m)
-      : KernelEmitter(k, nest, m, math), math(k.opts.vectorBits, k.opts.vectorMath, llvm::Triple(m.getTargetTriple()), k.rowKernel) {}
+      : KernelEmitter(k, nest, m, math), math(k.opts, llvm::Triple(m.getTargetTriple()), k.rowKernel) {}
   llvm::Function *lower(const std::string &symbol);
 
 private:
@@ -53,6 +54,9 @@ private:
   /// `passes`: the roots each pass over the row evaluates per element.
   void planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes);
   void prefetchNextRow(const std::vector<NodeRef> &vix);
+  /// Kernel::rowPipelined: each scratch array's two copies; the row being computed uses the one
+  /// the row's parity selects, the row whose output is written the other.
+  std::unordered_map<const KernelOp *, std::array<Value *, 2>> scratchCopies;
   /// The loops over the global axes [0, count), the first over the launcher's chunk [start, stop)
   /// (with no global axis, `body` runs once for the range [0, 1)), `body` inside.
   void globalLoops(int count, std::vector<NodeRef> &idxs, Value *start, Value *stop,

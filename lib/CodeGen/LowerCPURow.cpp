@@ -13,6 +13,11 @@
 // vectorizer widens. A reduce of squared deviations from an earlier row value has no loop: the
 // first pass keeps Welford moments of its value (Kernel::rowMoments). Scratch arrays and the
 // prefetch of the next row: LowerCPURowPlan.cpp.
+//
+// Pipelined rows (Kernel::rowPipelined) have no output pass of their own: row o's last pass over
+// its row also writes row o-1's output, vector for vector in the same loop, from row o-1's row
+// values and scratch arrays (kept in stack slots and a second copy of each array); the thread's
+// first row runs that loop without it, and its last row's output is written after the loop.
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "Heuristics.h"
 #include "LowerCPU.h"
@@ -20,6 +25,7 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <optional>
 #include <unordered_set>
 
 namespace lazyjit {
@@ -30,7 +36,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), rs = k.rowStart;
   std::vector<NodeRef> idxs(n);
-  std::vector<const KernelOp *> order = rowNodes();
+  std::vector<const KernelOp *> order = rowNodes(k);
   const KernelOp &top = *k.bufs[0]->src[0];
   // a row kernel with a reduce outside its EXPANDs: the final pass accumulates it
   const KernelOp *topReduce = k.reduceop;
@@ -128,11 +134,103 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       return inner(ix, c);
     });
   };
-  auto vectorPass = [&](const KernelOp *root) {
-    if (k.rowLanes == 0 || (tailStart != last && rs != n - 1) || tailStart == 0) return false;
-    std::vector<const KernelOp *> ops = rowPassNodes(root);
-    std::erase_if(ops, [](const KernelOp *x) { return isReduceOp(x->op) || x->op == Op::Expand; });
-    return lanesSupported(ops, k.rowLanes, k.opts);
+  // (the heuristics set rowLanes only where every vector pass is whole vectors or a single row axis
+  // ends in a tail)
+  auto vectorPass = [&](const KernelOp *root) { return rowPassInVectors(k, root); };
+
+  // Kernel::rowPipelined: a row's output pass runs in the next row's pass over `mergeInto`, or
+  // after the thread's last row. Per thread, in stack slots (which mem2reg makes registers):
+  // whether a row's output is pending, that row's outer indices and row values, and the parity
+  // that picks each scratch array's copy (the row computed uses copy `parity`, the pending row
+  // the other).
+  const KernelOp *mergeInto = k.rowPipelined ? lastRowPass(k) : nullptr;
+  LAZYJIT_INTERNAL_CHECK(!k.rowPipelined || (mergeInto && !topReduce && vectorPass(&top) && tailStart == last),
+                         "codegen: pipelined rows without a vector last pass and output pass");
+  struct Pending {
+    Value *pending = nullptr, *parity = nullptr;
+    std::vector<Value *> idx;                             // per outer axis
+    std::unordered_map<const KernelOp *, Value *> values; // per row value
+  } pend;
+  // a pending row's outer indices, row values and scratch arrays, loaded where it is written
+  struct RowContext {
+    std::vector<Value *> idx;
+    std::unordered_map<const KernelOp *, Val> values;
+    std::unordered_map<const KernelOp *, Value *> scratch;
+  };
+  Value *rowParity = nullptr; // the current row's
+  if (mergeInto) {
+    IRBuilderBase::InsertPoint here = b.saveIP();
+    b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+    pend.pending = b.CreateAlloca(b.getInt1Ty(), nullptr, "row.pending");
+    pend.parity = b.CreateAlloca(b.getInt1Ty(), nullptr, "row.parity");
+    for (int a = 0; a < rs; ++a) pend.idx.push_back(b.CreateAlloca(idxTy, nullptr, "pending.gidx" + std::to_string(a)));
+    for (const KernelOp *x : order) pend.values[x] = b.CreateAlloca(vb.regType(dtypeOf(*x)), nullptr, "pending.value");
+    b.restoreIP(here);
+    b.CreateStore(b.getFalse(), pend.pending);
+    b.CreateStore(b.getFalse(), pend.parity);
+  }
+  auto loadPending = [&](Value *parity) {
+    RowContext c;
+    for (int a = 0; a < rs; ++a) c.idx.push_back(b.CreateLoad(idxTy, pend.idx[static_cast<size_t>(a)]));
+    for (const KernelOp *x : order) c.values[x] = Val{b.CreateLoad(vb.regType(dtypeOf(*x)), pend.values.at(x)), dtypeOf(*x)};
+    for (const auto &[x, arrays] : scratchCopies) c.scratch[x] = b.CreateSelect(parity, arrays[0], arrays[1]);
+    return c;
+  };
+  // emits `f` as if at the pending row: its outer indices, row values and (filled) scratch arrays
+  auto atRow = [&](const RowContext &c, const std::function<void()> &f) {
+    auto savedVars = varValues;
+    auto savedRow = rowValues;
+    auto savedScratch = rowScratch;
+    auto savedCache = std::move(loadCache);
+    loadCache.clear(); // (the same index keys name the other row's elements)
+    for (int a = 0; a < rs; ++a) varValues["gidx" + std::to_string(a)] = c.idx[static_cast<size_t>(a)];
+    rowValues = c.values;
+    for (auto &[x, sc] : rowScratch) {
+      sc.ptr = c.scratch.at(x);
+      sc.filled = true;
+    }
+    f();
+    varValues = std::move(savedVars);
+    rowValues = std::move(savedRow);
+    rowScratch = std::move(savedScratch);
+    loadCache = std::move(savedCache);
+  };
+  // the pending row's output, a vector of it at the pass's indices
+  auto storePendingVector = [&](const RowContext &c, const std::vector<NodeRef> &vix) {
+    atRow(c, [&] {
+      note("at the pending row:");
+      vecStore(vix, eval(top, vix, nullptr, lanes));
+    });
+  };
+  std::optional<RowContext> pendingRow; // set while the pass over `mergeInto` also writes it
+  // the pass over `mergeInto`, emitted twice: for the thread's first row (no row pending), and with
+  // pendingRow set for the later ones; its carried results joined
+  auto eitherRow = [&](const std::function<std::vector<Value *>()> &emit) {
+    Value *isPending = b.CreateLoad(b.getInt1Ty(), pend.pending, "pending");
+    BasicBlock *firstBB = BasicBlock::Create(ctx, "row.first", fn), *laterBB = BasicBlock::Create(ctx, "row.later", fn);
+    BasicBlock *join = BasicBlock::Create(ctx, "row.pass", fn);
+    b.CreateCondBr(isPending, laterBB, firstBB);
+    b.SetInsertPoint(firstBB);
+    note("the thread's first row:");
+    std::vector<Value *> a = emit();
+    BasicBlock *aEnd = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(laterBB);
+    note("a later row: the same loop, also writing the previous row's output");
+    pendingRow = loadPending(rowParity);
+    std::vector<Value *> c = emit();
+    pendingRow.reset();
+    BasicBlock *cEnd = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    std::vector<Value *> out;
+    for (size_t i = 0; i < a.size(); ++i) {
+      PHINode *p = b.CreatePHI(a[i]->getType(), 2);
+      p->addIncoming(a[i], aEnd);
+      p->addIncoming(c[i], cEnd);
+      out.push_back(p);
+    }
+    return out;
   };
 
   // Kernel::rowMoments, per folded reduce: its value's mean and M2 over the row so far, and the
@@ -170,6 +268,10 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   std::function<Value *(Value *)> row = [&](Value *acc) -> Value * {
     rowValues.clear();
     moments.clear();
+    if (mergeInto) {
+      rowParity = b.CreateLoad(b.getInt1Ty(), pend.parity, "parity");
+      for (const auto &[x, arrays] : scratchCopies) rowScratch.at(x).ptr = b.CreateSelect(rowParity, arrays[1], arrays[0]);
+    }
     int pass = 0; // the second pass prefetches the next row, behind this row's work
     for (const KernelOp *x : order) {
       if (x->op == Op::Expand) {
@@ -187,7 +289,10 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       }
       bool first = pass == 0;
       size_t withMoments = first ? nm : 0;
-      bool prefetch = pass++ == 1;
+      // (pipelined rows have no output pass of their own: a first pass that is also the last
+      // prefetches)
+      bool prefetch = pass == 1 || (x == mergeInto && pass == 0);
+      ++pass;
       note("pass {}: {} over the row{}", pass, opName(x->op), prefetch ? ", prefetching the next row" : "");
       TraceIndent inPass(trace);
       bool vec = rdt.isFloating() && vectorPass(&src);
@@ -202,19 +307,23 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
         if (withMoments) shifts = startRowMoments(idxs, init, U, lanes); // (the count: the elements each lane has seen)
         Value *inv = nullptr;
-        std::vector<Value *> acc = vecPass(init, unroll, [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
+        auto step = [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
           if (prefetch) prefetchNextRow(vix);
           note("accumulate a vector");
           std::vector<Value *> next = cur;
           size_t su = static_cast<size_t>(u);
           next[su] = accumulate(alu, eval(src, vix, nullptr, lanes), cur[su], rdt);
-          if (!withMoments) return next;
-          // (every lane of every partial result has seen as many elements: one count)
-          if (u == 0) next.back() = countRowElement(cur.back(), inv);
-          note("Welford step{}", nm == 1 ? "" : "s");
-          rowMomentSteps(vix, shifts, inv, cur, U, U, su, lanes, next);
+          if (withMoments) {
+            // (every lane of every partial result has seen as many elements: one count)
+            if (u == 0) next.back() = countRowElement(cur.back(), inv);
+            note("Welford step{}", nm == 1 ? "" : "s");
+            rowMomentSteps(vix, shifts, inv, cur, U, U, su, lanes, next);
+          }
+          if (pendingRow) storePendingVector(*pendingRow, vix);
           return next;
-        });
+        };
+        std::vector<Value *> acc = x == mergeInto ? eitherRow([&] { return vecPass(init, unroll, step); })
+                                                  : vecPass(init, unroll, step);
         Value *all = acc[0];
         for (size_t u = 1; u < U; ++u) all = vb.alu(alu, {Val{all, rdt}, Val{acc[u], rdt}}, rdt).v;
         Value *r = alu == Op::Add ? b.CreateFAddReduce(ConstantFP::getNegativeZero(all->getType()->getScalarType()), all)
@@ -274,6 +383,17 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       endPass();
       rowValues[x] = Val{acc[0], rdt};
     }
+    if (mergeInto) {
+      // this row's output is pending: the next row's pass or the end of the thread's rows writes it
+      note("output pass: in the next row's pass {}, or after the thread's last row", pass);
+      for (int a = 0; a < rs; ++a) b.CreateStore(varValues.at("gidx" + std::to_string(a)), pend.idx[static_cast<size_t>(a)]);
+      for (const KernelOp *x : order) b.CreateStore(vb.convert(rowValues.at(x), dtypeOf(*x), false).v, pend.values.at(x));
+      b.CreateStore(b.getTrue(), pend.pending);
+      b.CreateStore(b.CreateNot(rowParity), pend.parity);
+      endPass();
+      for (auto &[x, sc] : rowScratch) sc.filled = false;
+      return acc;
+    }
     std::vector<NodeRef> ix = idxs;
     bool vecOut = !topReduce && vectorPass(&top), finalFolded = topReduce && k.rowMomentsOf(topReduce);
     if (finalFolded) note("final reduce ({} of squared deviations): from pass 1's moments", opName(topReduce->op));
@@ -322,6 +442,22 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
 
   if (!topReduce) {
     globalLoops(rs, idxs, start, end, [&] { row(nullptr); });
+    if (!mergeInto) return;
+    note("after the thread's last row: its output pass");
+    TraceIndent inPass(trace);
+    Value *isPending = b.CreateLoad(b.getInt1Ty(), pend.pending, "pending");
+    BasicBlock *lastBB = BasicBlock::Create(ctx, "row.last", fn), *done = BasicBlock::Create(ctx, "row.done", fn);
+    b.CreateCondBr(isPending, lastBB, done);
+    b.SetInsertPoint(lastBB);
+    RowContext c = loadPending(b.CreateLoad(b.getInt1Ty(), pend.parity, "parity"));
+    lanes = k.rowLanes;
+    vecPass({}, 1, [&](const std::vector<NodeRef> &vix, int64_t, const std::vector<Value *> &) {
+      storePendingVector(c, vix);
+      return std::vector<Value *>{};
+    });
+    lanes = 0;
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
     return;
   }
   // a row kernel with a reduce: per output element, loops over the reduced outer axes [fr, rs)

@@ -6,6 +6,7 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <array>
 #include <unordered_set>
 
 namespace lazyjit {
@@ -15,26 +16,12 @@ using namespace llvm;
 namespace {
 
 // Whether a pass evaluates a node's operands: not below a row value (a reduce or an EXPAND, computed
-// before the pass). (The leaves of a pass, LOADs and CONSTs, have none.)
+// before the pass), as rowPassNodes walks. (The leaves of a pass, LOADs and CONSTs, have none.)
 bool passDescends(const KernelOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; }
 
 bool transcendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op::Sin; }
 
 } // namespace
-
-std::vector<const KernelOp *> rowPassNodes(const KernelOp *root) {
-  std::vector<const KernelOp *> out, stack{root};
-  std::unordered_set<const KernelOp *> seen{root};
-  while (!stack.empty()) {
-    const KernelOp *op = stack.back();
-    stack.pop_back();
-    out.push_back(op);
-    if (!passDescends(*op)) continue;
-    for (const auto &s : op->src)
-      if (seen.insert(s.get()).second) stack.push_back(s.get());
-  }
-  return out;
-}
 
 void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes) {
   // an element-wise node read by two or more passes that computes a transcendental function is
@@ -92,15 +79,22 @@ void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>>
   int64_t bytes = 0;
   IRBuilderBase::InsertPointGuard guard(b);
   b.SetInsertPoint(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+  // (pipelined rows: two arrays, the row being computed and the row whose output is written)
+  int64_t copies = k.rowPipelined ? 2 : 1;
   for (const KernelOp *x : chosen) {
     if (inner.count(x)) continue;
     Type *t = vb.regType(dtypeOf(*x));
     int64_t size = rowElems * static_cast<int64_t>(m.getDataLayout().getTypeAllocSize(t));
-    if (bytes + size > kMaxStackScratchBytes) continue;
-    bytes += size;
-    AllocaInst *a = b.CreateAlloca(ArrayType::get(t, static_cast<uint64_t>(rowElems)), nullptr, "row.scratch");
-    a->setAlignment(Align(64));
-    rowScratch.emplace(x, RowScratch{a, t});
+    if (bytes + copies * size > kMaxStackScratchBytes) continue;
+    bytes += copies * size;
+    std::array<Value *, 2> arrays{};
+    for (int64_t c = 0; c < copies; ++c) {
+      AllocaInst *a = b.CreateAlloca(ArrayType::get(t, static_cast<uint64_t>(rowElems)), nullptr, "row.scratch");
+      a->setAlignment(Align(64));
+      arrays[static_cast<size_t>(c)] = a;
+    }
+    rowScratch.emplace(x, RowScratch{arrays[0], t});
+    if (copies == 2) scratchCopies.emplace(x, arrays);
   }
 }
 

@@ -20,7 +20,7 @@ Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
   auto *vt = cast<FixedVectorType>(a->getType());
   auto lanes = static_cast<int64_t>(vt->getNumElements());
   bool isFloat = vt->getElementType()->isFloatTy();
-  if (op == Op::Exp2 && rowKernel && isFloat) return inlineExp2F32(b, a, vectorBits >= 512 && triple.isX86());
+  if (op == Op::Exp2 && rowKernel && isFloat) return inlineExp2F32(b, a, vectorBits >= 512 && triple.isX86(), avx512dq);
   auto fn = vectorMathFn(op, isFloat ? dtypes::float32 : dtypes::float64, lanes, static_cast<int>(vectorBits),
                          vectorMath);
   LAZYJIT_INTERNAL_CHECK(fn.has_value(), "codegen: no vector {} for {} lanes", opName(op), lanes);
@@ -56,21 +56,38 @@ Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
 // 2^f from Cephes' exp2f polynomial (relative error below 2e-7, about 1.5 ulp; libmvec's is below
 // 1 ulp), and 2^k applied as two factors 2^(k/2) so that every k in [-160, 130] (results from 0
 // through the subnormals to inf) has normal factors. NaN stays NaN, +-inf give inf and 0.
-Value *inlineExp2F32(IRBuilder<> &b, Value *x, bool avx512) {
+//
+// With AVX-512 and DQ on 16 lanes: k = vrndscaleps(x) and f = vreduceps(x) (x - round(x), +0 for
+// +-inf), independent of each other, and vscalefps(p, k) gives inf, 0 or NaN for k = +inf, -inf,
+// NaN and saturates for any finite k: no clamp and no NaN select (9 vector instructions where the
+// clamped form takes 13; softmax's sum pass is bound by them).
+Value *inlineExp2F32(IRBuilder<> &b, Value *x, bool avx512, bool dq) {
   Type *ft = x->getType();
   auto *vt = cast<VectorType>(ft);
   Type *it = VectorType::get(b.getInt32Ty(), vt->getElementCount());
   auto c = [&](double v) { return ConstantFP::get(ft, v); };
   auto ci = [&](int64_t v) { return ConstantInt::get(it, static_cast<uint64_t>(v)); };
-  Value *xc = b.CreateBinaryIntrinsic(Intrinsic::minnum, b.CreateBinaryIntrinsic(Intrinsic::maxnum, x, c(-160.0)), c(130.0));
-  Value *kf = b.CreateUnaryIntrinsic(Intrinsic::roundeven, xc);
-  Value *f = b.CreateFSub(xc, kf);
   static const double poly[] = {1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3,
                                 5.550332471162809e-2, 2.402264791363012e-1, 6.931472028550421e-1, 1.0};
-  Value *p = c(poly[0]);
-  for (size_t i = 1; i < std::size(poly); ++i) p = b.CreateIntrinsic(Intrinsic::fma, {ft}, {p, f, c(poly[i])});
+  auto polynomial = [&](Value *f) {
+    Value *p = c(poly[0]);
+    for (size_t i = 1; i < std::size(poly); ++i) p = b.CreateIntrinsic(Intrinsic::fma, {ft}, {p, f, c(poly[i])});
+    return p;
+  };
+  bool avx512x16 = avx512 && vt->getElementCount().getFixedValue() == 16;
+  if (avx512x16 && dq) {
+    // (imm 8: keep no fraction bits, round to nearest even, no precision exception)
+    Value *kf = b.CreateUnaryIntrinsic(Intrinsic::roundeven, x);
+    Value *f = b.CreateIntrinsic(Intrinsic::x86_avx512_mask_reduce_ps_512, {},
+                                 {x, b.getInt32(8), PoisonValue::get(ft), b.getInt16(0xffff), b.getInt32(4)});
+    return b.CreateIntrinsic(Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                             {polynomial(f), kf, PoisonValue::get(ft), b.getInt16(0xffff), b.getInt32(4)});
+  }
+  Value *xc = b.CreateBinaryIntrinsic(Intrinsic::minnum, b.CreateBinaryIntrinsic(Intrinsic::maxnum, x, c(-160.0)), c(130.0));
+  Value *kf = b.CreateUnaryIntrinsic(Intrinsic::roundeven, xc);
+  Value *p = polynomial(b.CreateFSub(xc, kf));
   Value *r;
-  if (avx512 && vt->getElementCount().getFixedValue() == 16) {
+  if (avx512x16) {
     // vscalefps: p * 2^k in one instruction, overflow to inf and underflow through the subnormals
     // to 0 included
     r = b.CreateIntrinsic(Intrinsic::x86_avx512_mask_scalef_ps_512, {},

@@ -190,8 +190,6 @@ protected:
   /// Row kernels (Kernel::rowKernel): the values of the current row's reduces and EXPANDs, by the
   /// node `rowNodes` lists for them.
   std::unordered_map<const KernelOp *, Val> rowValues;
-  /// The distinct reduce and EXPAND nodes of a row kernel, each after the ones it reads.
-  std::vector<const KernelOp *> rowNodes();
   const Val *rowValue(const KernelOp &op) const;
   /// Sets the row value of an EXPAND: its tree (over the row shape) at the row's first element,
   /// `idxs` with the row axes at 0.

@@ -6,7 +6,6 @@
 #include "lazyjit/Support/Error.h"
 
 #include <unordered_map>
-#include <unordered_set>
 
 namespace lazyjit {
 
@@ -45,18 +44,6 @@ Val KernelEmitter::loadLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs
   }
   loadCache[key] = out;
   return out;
-}
-
-std::vector<const KernelOp *> KernelEmitter::rowNodes() {
-  std::unordered_set<const KernelOp *> inRows = expandedSubtrees(*k.ast);
-  std::vector<const KernelOp *> order;
-  // post-order, each node once
-  walkOps(*k.ast, [](const KernelOp &) { return true; }, [&](const KernelOp &x) {
-    // (the kernel's own reduce, outside every EXPAND, is not a row value)
-    if ((!isReduceOp(x.op) && x.op != Op::Expand) || !inRows.count(&x)) return;
-    order.push_back(&x); // (equal nodes are one KernelOp: each value is computed once)
-  });
-  return order;
 }
 
 Value *KernelEmitter::shiftedValue(Value *x, Value *shift) {

@@ -163,7 +163,7 @@ void NVPTXLowerer::emitRowBody() {
     tidNode = numNode(0);
   }
   note("row: {} thread{} per block", rowThreads, rowThreads == 1 ? "" : "s");
-  std::vector<const KernelOp *> order = rowNodes();
+  std::vector<const KernelOp *> order = rowNodes(k);
   const KernelOp &top = *k.bufs[0]->src[0];
   const KernelOp *topReduce = k.reduceop;
   int fr = topReduce ? k.firstReduce() : rs;

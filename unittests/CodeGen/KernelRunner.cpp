@@ -15,8 +15,18 @@
 namespace lazyjit::testing {
 
 namespace {
-constexpr size_t kGuard = 256;                // floats before and after every buffer
+constexpr size_t kGuard = 256;                // floats before and after every buffer (1 KiB, whole lines)
 constexpr uint32_t kSentinel = 0x7fc0dea1u;   // a quiet NaN with a payload no kernel computes
+// Buffers start on a cache line, as the CPU device's do: streaming stores (whole aligned lines)
+// fault on anything less.
+template <typename T> struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <typename U> Aligned64(const Aligned64<U> &) {}
+  T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <typename U> bool operator==(const Aligned64<U> &) const { return true; }
+};
 
 float sentinel() {
   float f;
@@ -90,7 +100,7 @@ KernelRun KernelRunner::run(const KernelOpRef &ast, const CompileOptions &opts, 
   }
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<std::vector<float>> mem(sizes.size());
+  std::vector<std::vector<float, Aligned64<float>>> mem(sizes.size());
   std::vector<void *> ptrs(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
     mem[i].assign(sizes[i] + 2 * kGuard, sentinel());
@@ -116,7 +126,13 @@ KernelRun KernelRunner::run(const KernelOpRef &ast, const CompileOptions &opts, 
     vars.back() = 0;
   }
   if (vars.empty()) vars.push_back(0);
-  entry(ptrs.data(), vars.data(), 0, range(vars.data()));
+  int64_t whole = range(vars.data()), from = 0;
+  for (int64_t cut : cuts) {
+    LAZYJIT_INTERNAL_CHECK(cut > from && cut < whole, "KernelRunner: cut {} outside ({}, {})", cut, from, whole);
+    entry(ptrs.data(), vars.data(), from, cut);
+    from = cut;
+  }
+  entry(ptrs.data(), vars.data(), from, whole);
   if (report.hit)
     throw Error(fmt::format("KernelRunner: buffer {} accessed at index {}, outside its {} elements", report.buffer,
                             report.index, report.size));

@@ -31,6 +31,9 @@ public:
                 const std::vector<int64_t> *sizes = nullptr, const TargetSpec *target = nullptr);
   /// The host's target with AVX-512 turned off: what an AVX2-only CPU compiles (the host can run it).
   static TargetSpec hostWithoutAVX512();
+  /// Where run() splits the kernel's range into calls, as the launcher splits it across threads
+  /// (each call one thread's chunk, run in order): empty is one call over the whole range.
+  std::vector<int64_t> cuts;
 
 private:
   struct Impl;

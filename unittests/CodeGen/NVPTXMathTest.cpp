@@ -2,13 +2,10 @@
 // is target-independent IR, so it is compiled for the host here and compared with the C library
 // over a sweep of arguments and the IEEE special values. (The float32 paths use PTX instructions,
 // ex2.approx and sqrt.rn, and the float64 helpers; they need a GPU to run.)
+#include "HostJit.h"
 #include "NVPTXMath.h"
 
 #include <doctest/doctest.h>
-
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/IR/Verifier.h>
-#include <llvm/Support/TargetSelect.h>
 
 #include <cmath>
 #include <limits>
@@ -22,38 +19,26 @@ using Fn = double (*)(double);
 // JIT-compiles `double f(double x) { return <op>(x); }` through NVPTXMath for the host.
 class HostMath {
 public:
-  HostMath() {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    auto j = llvm::orc::LLJITBuilder().create();
-    REQUIRE(static_cast<bool>(j));
-    jit = std::move(*j);
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = std::make_unique<llvm::Module>("nvptx-math", *ctx);
-    m->setDataLayout(jit->getDataLayout());
+  HostMath() : jit("nvptx-math") {
+    llvm::Module &m = jit.module();
+    llvm::LLVMContext &ctx = m.getContext();
     NVPTXMath math;
     for (auto [op, name] : {std::pair{Op::Exp2, "t_exp2"}, {Op::Log2, "t_log2"}, {Op::Sin, "t_sin"}}) {
-      auto *d = llvm::Type::getDoubleTy(*ctx);
+      auto *d = llvm::Type::getDoubleTy(ctx);
       auto *f = llvm::Function::Create(llvm::FunctionType::get(d, {d}, false), llvm::GlobalValue::ExternalLinkage,
-                                       name, m.get());
-      llvm::IRBuilder<> b(llvm::BasicBlock::Create(*ctx, "entry", f));
+                                       name, &m);
+      llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", f));
       b.CreateRet(math.unary(b, op, f->getArg(0)));
     }
-    REQUIRE_FALSE(llvm::verifyModule(*m, &llvm::errs()));
-    REQUIRE_FALSE(static_cast<bool>(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))));
-    exp2 = lookup("t_exp2");
-    log2 = lookup("t_log2");
-    sin = lookup("t_sin");
+    jit.compile();
+    exp2 = jit.lookup<Fn>("t_exp2");
+    log2 = jit.lookup<Fn>("t_log2");
+    sin = jit.lookup<Fn>("t_sin");
   }
   Fn exp2, log2, sin;
 
 private:
-  std::unique_ptr<llvm::orc::LLJIT> jit;
-  Fn lookup(const char *name) {
-    auto sym = jit->lookup(name);
-    REQUIRE(static_cast<bool>(sym));
-    return sym->toPtr<Fn>();
-  }
+  testing::HostJit jit;
 };
 
 HostMath &hostMath() {

@@ -4,6 +4,7 @@
 #include "KernelRunner.h"
 #include "HardRows.h"
 #include "KernelTestUtil.h"
+#include "TestSkip.h"
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/Tensor/Tensor.h"
 
@@ -18,22 +19,48 @@ using lazyjit::testing::KernelRun;
 using lazyjit::testing::KernelRunner;
 using lazyjit::testing::lastKernel;
 
-TEST_CASE("Row kernels: vector and scalar lowerings agree on AVX-512 and AVX2 targets") {
+namespace {
+
+// The elements of an optimized kernel's output that differ from NOOPT's by more than float
+// rounding (2e-6 relative, absolute below 1); the first is reported.
+size_t disagreeing(const std::vector<float> &noopt, const std::vector<float> &optimized) {
+  size_t bad = 0;
+  for (size_t i = 0; i < noopt.size(); ++i) {
+    float x = noopt[i], y = optimized[i];
+    if (!(std::fabs(x - y) <= 2e-6f * std::max(1.0f, std::fabs(x))) && bad++ == 0)
+      FAIL_CHECK("element ", i, ": noopt=", x, " optimized=", y);
+  }
+  return bad;
+}
+
+Config atOpt5() {
   Config c = config();
   c.opt = 5;
-  ScopedConfig scope(c);
-  struct Case {
-    const char *name;
-    std::function<Tensor()> build;
-  };
-  auto empty = [](Shape s) { return Tensor::empty(std::move(s)); };
-  std::vector<Case> cases = {
-      {"softmax 6x64", [&] { return empty({6, 64}).softmax(); }},
-      {"softmax 3x1000 (a scalar tail)", [&] { return empty({3, 1000}).softmax(); }},
-      {"log_softmax 5x40", [&] { return empty({5, 40}).logSoftmax(); }},
-      {"layernorm 4x96", [&] { return empty({4, 96}).layernorm(); }},
-      {"layernorm over two axes 2x3x32", [&] { return empty({2, 3, 32}).layernorm({-2, -1}); }},
-      {"sum of softmax * w (a reduce over the rows)", [&] {
+  return c;
+}
+
+// A row kernel to compile: the program's last kernel, and (pipelined rows) the chunks its range is
+// run in and whether its rows are pipelined.
+struct RowCase {
+  const char *name;
+  std::function<Tensor()> build;
+  std::vector<int64_t> cuts = {};
+  bool pipelined = false;
+};
+
+Tensor empty(Shape s) { return Tensor::empty(std::move(s)); }
+
+} // namespace
+
+TEST_CASE("Row kernels: vector and scalar lowerings agree on AVX-512 and AVX2 targets") {
+  ScopedConfig scope(atOpt5());
+  std::vector<RowCase> cases = {
+      {"softmax 6x64", [] { return empty({6, 64}).softmax(); }},
+      {"softmax 3x1000 (a scalar tail)", [] { return empty({3, 1000}).softmax(); }},
+      {"log_softmax 5x40", [] { return empty({5, 40}).logSoftmax(); }},
+      {"layernorm 4x96", [] { return empty({4, 96}).layernorm(); }},
+      {"layernorm over two axes 2x3x32", [] { return empty({2, 3, 32}).layernorm({-2, -1}); }},
+      {"sum of softmax * w (a reduce over the rows)", [] {
          return (empty({8, 48}).softmax() * empty({8, 48})).sum();
        }},
   };
@@ -54,13 +81,7 @@ TEST_CASE("Row kernels: vector and scalar lowerings agree on AVX-512 and AVX2 ta
       KernelRun got = runner.run(ast, CompileOptions{}, 11, nullptr, target);
       CHECK(got.guardsIntact);
       REQUIRE(got.bufs.size() == ref.bufs.size());
-      for (size_t i = 0; i < ref.bufs[0].size(); ++i) {
-        float x = ref.bufs[0][i], y = got.bufs[0][i];
-        if (!(std::fabs(x - y) <= 2e-6f * std::max(1.0f, std::fabs(x)))) {
-          FAIL_CHECK("element ", i, ": noopt=", x, " optimized=", y);
-          break;
-        }
-      }
+      CHECK(disagreeing(ref.bufs[0], got.bufs[0]) == 0);
     }
   }
 }
@@ -207,4 +228,52 @@ TEST_CASE("Row kernels: two variances from one pass's moments, and a sum of squa
   double want = 0;
   for (double v : var) want += v * static_cast<double>(cols - 1);
   CHECK(std::fabs(s.item<float>() - want) <= 1e-6 * want);
+}
+
+TEST_CASE("Row kernels: pipelined rows write every row once, from its own values, in any split across threads") {
+  // Outputs of 16 MiB or more are written with streaming stores (16 floats per store: AVX-512),
+  // and then rows are pipelined: each row's output pass runs inside the next row's last pass, and
+  // the thread's last row is written after its loop. The launcher gives each thread a chunk of the
+  // outer axis; a chunk's first row has no pending row, a chunk of one row no next row. Each case
+  // runs over the whole range and in the chunks `cuts` makes, against the scalar passes of NOOPT.
+  TargetSpec host = TargetSpec::host();
+  if (host.features.find("+avx512f") == std::string::npos) {
+    test::skip("rows are pipelined where outputs are streamed, 16 floats per store (AVX-512); this host has none");
+    return;
+  }
+  ScopedConfig scope(atOpt5());
+  std::vector<RowCase> cases = {
+      {"softmax 4096x1024", [] { return empty({4096, 1024}).softmax(); }, {1, 2, 5, 2047, 4095}, true},
+      {"log_softmax 4099x1024 (three passes, an odd count of rows)", [] { return empty({4099, 1024}).logSoftmax(); },
+       {3, 2050}, true},
+      {"layernorm 4096x1024 (one pass with moments, then the output)", [] { return empty({4096, 1024}).layernorm(); },
+       {1, 4000}, true},
+      {"softmax over the last axis of 2x2048x1024 (two outer axes)", [] { return empty({2, 2048, 1024}).softmax(); },
+       {1}, true},
+      {"softmax 256x16384 (two copies of a row's scratch: half the stack budget)",
+       [] { return empty({256, 16384}).softmax(); }, {100}, true},
+      {"softmax 256x16400 (two copies would be more: not pipelined)", [] { return empty({256, 16400}).softmax(); },
+       {100}, false},
+  };
+  KernelRunner runner;
+  CompileOptions noopt;
+  noopt.noopt = true;
+  for (const auto &cs : cases) {
+    CAPTURE(cs.name);
+    KernelOpRef ast = lastKernel(cs.build());
+    Kernel k = buildKernel(ast, host, CompileOptions{});
+    REQUIRE(k.rowKernel);
+    CHECK(k.streamingStores);
+    CHECK(k.rowPipelined == cs.pipelined);
+    KernelRun ref = runner.run(ast, noopt, 7);
+    for (bool split : {false, true}) {
+      CAPTURE(split);
+      runner.cuts = split ? cs.cuts : std::vector<int64_t>{};
+      KernelRun got = runner.run(ast, CompileOptions{}, 7);
+      runner.cuts.clear();
+      CHECK(got.guardsIntact);
+      REQUIRE(got.bufs[0].size() == ref.bufs[0].size());
+      CHECK(disagreeing(ref.bufs[0], got.bufs[0]) == 0);
+    }
+  }
 }

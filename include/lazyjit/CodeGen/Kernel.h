@@ -36,6 +36,7 @@ struct KernelOptions {
   std::vector<int64_t> globalMax, localMax;
   bool mergeView = true;  ///< MERGE_VIEW for the kernel's reshapes (ShapeTracker::reshape)
   bool vectorMath = false; ///< glibc's vector math (libmvec) exists for the target: x86-64 Linux
+  bool avx512dq = false;   ///< x86 AVX512DQ (vreduceps, in the row kernels' inline exp2)
 };
 
 class Kernel {
@@ -64,6 +65,13 @@ public:
   /// CPU row kernels: keep element-wise values that several passes read in a per-row scratch
   /// array instead of computing them in each pass. Chosen by the CPU heuristics.
   bool rowScratch = false;
+  /// CPU row kernels: rows are software-pipelined. Each row's output pass runs inside the next
+  /// row's last pass over its row (lastRowPass), in the same loop: the next row's arithmetic (the
+  /// exp of softmax's sum) then overlaps this row's stores, which otherwise run alone after it.
+  /// Scratch arrays have two copies, one per row in flight; the thread's last row is written
+  /// after its loop. Chosen by the CPU heuristics (HeuristicsRow.cpp) for outputs written with
+  /// streaming stores.
+  bool rowPipelined = false;
   /// Row kernels: a SUM over the row of `(value - center)^2`, where `center` is a row value (an
   /// EXPAND of earlier reduces) and `value` reads no row value (layernorm's variance; var and std,
   /// the kernel's own reduce), is not a pass of its own: the row's first pass also keeps `value`'s
