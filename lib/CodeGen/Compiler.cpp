@@ -321,7 +321,7 @@ std::string kernelSummary(const Kernel &k) {
   for (const auto &o : k.appliedOpts) optStr += (optStr.empty() ? "" : ", ") + o.str();
   std::string shape = renderShape(k.fullShape());
   std::string packed = fmt::format("{}", fmt::join(k.packedBufs, ", "));
-  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}{}{}", k.name(),
+  return fmt::format("kernel {}\n  full_shape ({})\n  axes {}\n  opts [{}]{}{}{}{}{}{}{}{}", k.name(),
                      shape.substr(1, shape.size() - 2), axes, optStr,
                      k.rowLanes ? fmt::format("\n  row stores {} lanes", k.rowLanes) : "",
                      k.rowMoments.empty() ? ""
@@ -330,6 +330,7 @@ std::string kernelSummary(const Kernel &k) {
                      k.rowPipelined ? "\n  rows pipelined: each row's output pass runs in the next row's last pass" : "",
                      k.rowThreads ? fmt::format("\n  row threads {} per block", k.rowThreads) : "",
                      k.streamingStores ? "\n  stores streaming" : "",
+                     k.scatterOutput ? "\n  stores scattered (the vector axis is not the output's contiguous one)" : "",
                      k.packDepth < 0   ? ""
                      : k.packBlock ? fmt::format("\n  packs buffers [{}] before axis {}, axis {} in blocks of {}", packed,
                                                  k.packDepth, k.firstReduce(), k.packBlock)

@@ -172,7 +172,7 @@ void chooseVectorAxis(Kernel &k) {
   }
   if (lastOut < 0) return;
   int64_t size = full[lastOut].asInt();
-  if (size >= 4 && size <= 64 && lanesSupported(ops, size, k.opts) && outputContiguousAlong(k, lastOut))
+  if (size >= 4 && size <= 64 && lanesSupported(ops, size, k.opts) && (k.scatterOutput || outputContiguousAlong(k, lastOut)))
     k.vectorAxis = lastOut;
 }
 

@@ -123,6 +123,7 @@ private:
   struct OutputVector {
     Value *ptr;
     NodeRef base, valid;
+    Value *lanePtrs = nullptr; ///< Kernel::scatterOutput: each lane's address (then `ptr` is null)
   };
   std::optional<OutputVector> outputVector(const std::vector<NodeRef> &idxs);
   llvm::Align panelAlign(DType dt) const;
@@ -140,6 +141,8 @@ private:
   Value *maskFor(const NodeRef &valid);
   Val laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, int64_t lanes) override;
   Value *gather(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, const NodeRef &valid);
+  /// Each lane's address of buffer `memIdx` at `idx` (bounds-checked under `mask`, null: every lane).
+  Value *laneAddresses(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, Value *mask);
   void vecStore(const std::vector<NodeRef> &idxs, Val v);
   Value *vecZero(DType dt) { return llvm::Constant::getNullValue(llvm::VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false)); }
 };

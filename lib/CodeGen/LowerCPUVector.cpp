@@ -182,6 +182,22 @@ Value *CPULowerer::maskFor(const NodeRef &valid) {
 //   br i1 %invariantValid, label %gather, label %gather.cont
 //   gather:       %g = call <N x float> @llvm.masked.gather(... %laneMask ...)
 //   gather.cont:  %v = phi <N x float> [ zeroinitializer, %entry ], [ %g, %gather ]
+Value *CPULowerer::laneAddresses(int memIdx, Value *ptr, Type *et, const NodeRef &idx, Value *mask) {
+  // the lane-invariant terms once, as a scalar offset; the others per lane
+  std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
+  std::vector<NodeRef> inv, var;
+  for (const auto &t : terms) (usesVidx(*t) ? var : inv).push_back(t);
+  NodeRef offsets = sumNodes(var);
+  Value *p = inv.empty() ? ptr : b.CreateGEP(et, ptr, asI64(render(*sumNodes(inv))));
+  Value *offsetVec = renderVec(*offsets, vecIndexType(*offsets));
+  if (boundsReport) {
+    Value *lanesIdx = b.CreateSExt(offsetVec, VectorType::get(b.getInt64Ty(), static_cast<unsigned>(lanes), false));
+    if (!inv.empty()) lanesIdx = b.CreateAdd(lanesIdx, b.CreateVectorSplat(static_cast<unsigned>(lanes), asI64(render(*sumNodes(inv)))));
+    checkAccess(memIdx, lanesIdx, mask);
+  }
+  return b.CreateGEP(et, p, offsetVec);
+}
+
 Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid) {
   Align align(et->getScalarSizeInBits() / 8);
   Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
@@ -197,19 +213,8 @@ Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, 
     b.CreateCondBr(asI1(render(*andNodes(invValid))), body, cont);
     b.SetInsertPoint(body);
   }
-  std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
-  std::vector<NodeRef> inv, var;
-  for (const auto &t : terms) (usesVidx(*t) ? var : inv).push_back(t);
-  NodeRef offsets = sumNodes(var);
-  Value *p = inv.empty() ? ptr : b.CreateGEP(et, ptr, asI64(render(*sumNodes(inv))));
-  Value *offsetVec = renderVec(*offsets, vecIndexType(*offsets));
-  Value *ptrs = b.CreateGEP(et, p, offsetVec);
   Value *mask = varValid.empty() ? splat(b.getTrue()) : maskFor(andNodes(varValid));
-  if (boundsReport) {
-    Value *lanesIdx = b.CreateSExt(offsetVec, VectorType::get(b.getInt64Ty(), static_cast<unsigned>(lanes), false));
-    if (!inv.empty()) lanesIdx = b.CreateAdd(lanesIdx, b.CreateVectorSplat(static_cast<unsigned>(lanes), asI64(render(*sumNodes(inv)))));
-    checkAccess(memIdx, lanesIdx, varValid.empty() ? nullptr : mask);
-  }
+  Value *ptrs = laneAddresses(memIdx, ptr, et, idx, varValid.empty() ? nullptr : mask);
   Value *g = b.CreateMaskedGather(vt, ptrs, align, mask, Constant::getNullValue(vt));
   if (!cont) return g;
   BasicBlock *body = b.GetInsertBlock();
@@ -292,7 +297,12 @@ std::optional<CPULowerer::OutputVector> CPULowerer::outputVector(const std::vect
   auto [idx, valid] = access(0, idxs);
   if (valid->isNum() && valid->num == 0) return std::nullopt;
   NodeRef base;
-  LAZYJIT_INTERNAL_CHECK(contiguousInVidx(idx, &base), "codegen: the output's vector is not contiguous");
+  if (!contiguousInVidx(idx, &base)) {
+    // Kernel::scatterOutput: the lanes' addresses (a store per output combination, after the reduce)
+    LAZYJIT_INTERNAL_CHECK(k.scatterOutput, "codegen: the output's vector is not contiguous");
+    Value *mask = valid->isNum() ? nullptr : maskFor(valid);
+    return OutputVector{nullptr, nullptr, valid, laneAddresses(0, bufPtrs[0], vb.regType(k.bufs[0]->memBuffer().dtype), idx, mask)};
+  }
   if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
   Value *p = b.CreateInBoundsGEP(vb.regType(k.bufs[0]->memBuffer().dtype), bufPtrs[0], asI64(render(*base)));
   return OutputVector{p, base, valid};
@@ -304,6 +314,8 @@ Val CPULowerer::vecLoadOutput(const std::vector<NodeRef> &idxs) {
   if (!out) return Val{vecZero(dt), dt};
   Type *vt = VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false);
   Align align(dt.itemsize());
+  if (out->lanePtrs)
+    return Val{b.CreateMaskedGather(vt, out->lanePtrs, align, out->valid->isNum() ? splat(b.getTrue()) : maskFor(out->valid), vecZero(dt)), dt};
   if (out->valid->isNum()) return Val{b.CreateAlignedLoad(vt, out->ptr, align), dt};
   return Val{b.CreateMaskedLoad(vt, out->ptr, align, maskFor(out->valid), vecZero(dt)), dt};
 }
@@ -316,6 +328,11 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   Value *p = out->ptr;
   Val x = vb.convert(v, outDt, true);
   Align align(outDt.itemsize());
+  if (out->lanePtrs) {
+    note("store buffer 0: <{} x {}>, scattered", lanes, outDt.name());
+    b.CreateMaskedScatter(x.v, out->lanePtrs, align, valid->isNum() ? splat(b.getTrue()) : maskFor(valid));
+    return;
+  }
   // a streaming store needs a whole, aligned cache line: buffers are 64-byte aligned, so the
   // first lane's index must be a multiple of the lane count
   int64_t lineBytes = lanes * outDt.itemsize();

@@ -32,7 +32,11 @@ std::vector<double> run(const std::function<Tensor()> &build, bool noopt, bool b
   c.noopt = noopt;
   c.bounds = bounds;
   ScopedConfig scope(c);
-  return build().cast(dtypes::float64).toVector<double>();
+  // (realized first: a cast fused into the kernel would make its output float64, another kernel
+  // than the one lastKernel describes)
+  Tensor t = build();
+  t.realize();
+  return t.cast(dtypes::float64).toVector<double>();
 }
 
 // The summary of the last kernel the tensor's schedule runs, as `lazyjit-dump --emit=kernel`
@@ -59,6 +63,7 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
   Tensor big = rnd({3, 64, 160}, 5), big2 = rnd({3, 160, 64}, 20), img = rnd({2, 16, 10, 28}, 6), w = rnd({32, 16, 3, 3}, 7);
   Tensor g = rnd({160, 96}, 8), xt = rnd({160, 64}, 9), odd = rnd({40, 136}, 10), odd2 = rnd({136, 50}, 11);
   Tensor img20 = rnd({2, 8, 20, 36}, 16), w5 = rnd({64, 8, 5, 5}, 17);
+  Tensor img256 = rnd({1, 256, 6, 12}, 33), w256 = rnd({32, 256, 3, 3}, 34);
   Tensor longK2 = rnd({32, 8192}, 23), cols25k = rnd({8192, 25}, 24), bias64 = rnd({64}, 25);
   Tensor shortA = rnd({64, 48}, 21), shortB = rnd({48, 96}, 22);
   Tensor lin = rnd({96, 160}, 18), lin25 = rnd({25, 160}, 19);
@@ -107,9 +112,17 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       {"A @ B^T with 25 columns (gathered and masked)", [&] { return a.matmul(lin25.transpose(0, 1)); }, true},
       {"float64 matmul", [&] { return a64.matmul(b64); }, true},
       {"max over a broadcast product", [&] { return a.reshape({64, 160, 1}).mul(b.reshape({1, 160, 96})).max(std::vector<int64_t>{1}); }, true},
-      // the image is packed per output row and read by the 4 blocks of 8 output channels
-      {"conv2d 3x3 pad 1, 32 output channels", [&] { return img.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, true},
-      {"conv2d 5x5, 64 output channels", [&] { return img20.conv2d(w5); }, true},
+      // output rows of 28 would be padded to 32 lanes: the vector runs along the 32 output channels
+      // instead (the weights gathered into the panel), 8 pixels of a row per tile, each pixel's
+      // channels scattered to the output after the reduce
+      {"conv2d 3x3 pad 1, rows of 28: the vector along the channels, stores scattered",
+       [&] { return img.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, true, "packs buffers [2]", nullptr, "stores scattered"},
+      // rows of 32 fill whole vectors: the vector along them, the image packed per output row
+      {"conv2d 5x5, rows of 32, 64 output channels", [&] { return img20.conv2d(w5); }, true, nullptr, "stores scattered"},
+      // 256 x 9 reduce steps x 32 channels (288 KiB) exceed the stack budget: the reduce runs in
+      // blocks, each block's partial sums gathered back from the output and scattered again
+      {"conv2d 3x3 with 256 input channels: scattered partial sums over blocks of the reduce",
+       [&] { return img256.conv2d(w256, std::nullopt, 1, {1}, {1}, {1}); }, true, "stores scattered", nullptr, "in blocks of"},
       // a panel of 4096 reduce steps x 32 lanes (512 KiB) does not fit the stack budget: the reduce
       // runs in blocks, each block's partial sums kept in the output
       {"matmul with K = 4096: blocks of the reduce", [&] { return longK.matmul(longKb); }, true, "in blocks of"},

@@ -72,6 +72,11 @@ public:
   /// after its loop. Chosen by the CPU heuristics (HeuristicsRow.cpp) for outputs written with
   /// streaming stores.
   bool rowPipelined = false;
+  /// CPU: the vector axis is one along which the output is not contiguous (a convolution's output
+  /// channels in NCHW): each output combination is stored by a scatter after the reduce, once per
+  /// reduce of hundreds of steps. Chosen by the CPU heuristics where the contiguous axis would
+  /// waste padded lanes.
+  bool scatterOutput = false;
   /// Row kernels: a SUM over the row of `(value - center)^2`, where `center` is a row value (an
   /// EXPAND of earlier reduces) and `value` reads no row value (layernorm's variance; var and std,
   /// the kernel's own reduce), is not a pass of its own: the row's first pass also keeps `value`'s
