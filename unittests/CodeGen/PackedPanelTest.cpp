@@ -64,6 +64,7 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
   Tensor g = rnd({160, 96}, 8), xt = rnd({160, 64}, 9), odd = rnd({40, 136}, 10), odd2 = rnd({136, 50}, 11);
   Tensor img20 = rnd({2, 8, 20, 36}, 16), w5 = rnd({64, 8, 5, 5}, 17);
   Tensor img256 = rnd({1, 256, 6, 12}, 33), w256 = rnd({32, 256, 3, 3}, 34);
+  Tensor mlpX = rnd({256, 1024}, 35), mlpW = rnd({1024, 10}, 36);
   Tensor longK2 = rnd({32, 8192}, 23), cols25k = rnd({8192, 25}, 24), bias64 = rnd({64}, 25);
   Tensor shortA = rnd({64, 48}, 21), shortB = rnd({48, 96}, 22);
   Tensor lin = rnd({96, 160}, 18), lin25 = rnd({25, 160}, 19);
@@ -117,6 +118,9 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       // channels scattered to the output after the reduce
       {"conv2d 3x3 pad 1, rows of 28: the vector along the channels, stores scattered",
        [&] { return img.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, true, "packs buffers [2]", nullptr, "stores scattered"},
+      // 10 output columns padded to 16 lanes, but tiles of 2 rows would be too few to scatter
+      {"x @ W for 10 outputs: padded lanes, not scattered", [&] { return mlpX.matmul(mlpW); }, true, "packs buffers [2]",
+       "stores scattered"},
       // rows of 32 fill whole vectors: the vector along them, the image packed per output row
       {"conv2d 5x5, rows of 32, 64 output channels", [&] { return img20.conv2d(w5); }, true, nullptr, "stores scattered"},
       // 256 x 9 reduce steps x 32 channels (288 KiB) exceed the stack budget: the reduce runs in
