@@ -175,15 +175,9 @@ Value *CPULowerer::maskFor(const NodeRef &valid) {
   return splat(asI1(render(*valid)));
 }
 
-// A gather from one scalar address (the lane-invariant terms of the index) plus per-lane offsets,
-// 32-bit when they fit. The lane-invariant conjuncts of the valid guard the whole gather with a
-// branch (a gather with no lane on still costs most of a full one):
-//
-//   br i1 %invariantValid, label %gather, label %gather.cont
-//   gather:       %g = call <N x float> @llvm.masked.gather(... %laneMask ...)
-//   gather.cont:  %v = phi <N x float> [ zeroinitializer, %entry ], [ %g, %gather ]
+// Each lane's address: one scalar address for the lane-invariant terms of the index, plus per-lane
+// offsets (32-bit when they fit); gathers and a scattered output (Kernel::scatterOutput) use it.
 Value *CPULowerer::laneAddresses(int memIdx, Value *ptr, Type *et, const NodeRef &idx, Value *mask) {
-  // the lane-invariant terms once, as a scalar offset; the others per lane
   std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
   std::vector<NodeRef> inv, var;
   for (const auto &t : terms) (usesVidx(*t) ? var : inv).push_back(t);
@@ -198,6 +192,12 @@ Value *CPULowerer::laneAddresses(int memIdx, Value *ptr, Type *et, const NodeRef
   return b.CreateGEP(et, p, offsetVec);
 }
 
+// A gather from laneAddresses. The lane-invariant conjuncts of the valid guard the whole gather with a
+// branch (a gather with no lane on still costs most of a full one):
+//
+//   br i1 %invariantValid, label %gather, label %gather.cont
+//   gather:       %g = call <N x float> @llvm.masked.gather(... %laneMask ...)
+//   gather.cont:  %v = phi <N x float> [ zeroinitializer, %entry ], [ %g, %gather ]
 Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid) {
   Align align(et->getScalarSizeInBits() / 8);
   Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
