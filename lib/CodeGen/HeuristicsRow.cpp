@@ -94,14 +94,13 @@ void chooseRowPipelining(Kernel &k) {
     rowBytes *= k.fullShape()[a].asInt();
   }
   if (2 * rowBytes > kMaxStackScratchBytes / 2) return;
-  const KernelOp *last = lastRowPass(k);
-  if (!last || !isFloat(last->kernelDType()) || !rowPassInVectors(k, last->src[0].get())) return;
+  std::vector<const KernelOp *> passes = rowPasses(k);
+  if (passes.empty()) return;
+  const KernelOp *last = passes.back();
+  if (!isFloat(last->kernelDType()) || !rowPassInVectors(k, last->src[0].get())) return;
   if (!rowPassInVectors(k, k.bufs[0]->src[0].get())) return;
   // the first pass also keeps the folded reduces' moments, in vectors as well
-  const KernelOp *first = nullptr;
-  for (const KernelOp *x : rowNodes(k))
-    if (!first && isReduceOp(x->op) && !k.rowMomentsOf(x)) first = x;
-  if (first == last)
+  if (passes.size() == 1)
     for (const auto &mo : k.rowMoments)
       if (!rowPassInVectors(k, mo.value)) return;
   k.rowPipelined = true;

@@ -188,16 +188,16 @@ std::vector<const KernelOp *> rowNodes(const Kernel &k) {
   return order;
 }
 
+bool rowPassDescends(const KernelOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; }
+
 std::vector<const KernelOp *> rowPassNodes(const KernelOp *root) {
-  // (a pass does not evaluate the operands of a row value: it is computed before the pass)
-  auto descends = [](const KernelOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; };
   std::vector<const KernelOp *> out, stack{root};
   std::unordered_set<const KernelOp *> seen{root};
   while (!stack.empty()) {
     const KernelOp *op = stack.back();
     stack.pop_back();
     out.push_back(op);
-    if (!descends(*op)) continue;
+    if (!rowPassDescends(*op)) continue;
     for (const auto &s : op->src)
       if (seen.insert(s.get()).second) stack.push_back(s.get());
   }
@@ -211,11 +211,10 @@ bool rowPassInVectors(const Kernel &k, const KernelOp *root) {
   return lanesSupported(ops, k.rowLanes, k.opts);
 }
 
-const KernelOp *lastRowPass(const Kernel &k) {
-  const KernelOp *last = nullptr;
-  for (const KernelOp *x : rowNodes(k))
-    if (isReduceOp(x->op) && !k.rowMomentsOf(x)) last = x;
-  return last;
+std::vector<const KernelOp *> rowPasses(const Kernel &k) {
+  std::vector<const KernelOp *> passes = rowNodes(k);
+  std::erase_if(passes, [&](const KernelOp *x) { return !isReduceOp(x->op) || k.rowMomentsOf(x); });
+  return passes;
 }
 
 } // namespace lazyjit

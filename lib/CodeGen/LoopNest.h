@@ -64,14 +64,17 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
 /// The distinct reduce and EXPAND nodes of a row kernel's rows (not the kernel's own reduce,
 /// outside every EXPAND), each after the ones it reads: the order the row's passes run in.
 std::vector<const KernelOp *> rowNodes(const Kernel &k);
+/// Whether a pass over the row evaluates node `x`'s operands: not below a row value (a reduce or an
+/// EXPAND, computed before the pass). (The leaves of a pass, LOADs and CONSTs, have none.)
+bool rowPassDescends(const KernelOp &x);
 /// The nodes a pass over a row kernel's row evaluates per element: its tree down to the leaves and
 /// the row values (reduces and EXPANDs, computed before the pass).
 std::vector<const KernelOp *> rowPassNodes(const KernelOp *root);
 /// Whether the CPU's pass evaluating `root` per element runs in vectors of Kernel::rowLanes.
 bool rowPassInVectors(const Kernel &k, const KernelOp *root);
-/// The row's last pass over the row before the output pass: the last reduce in rowNodes order not
-/// folded into the first pass's moments (null: none).
-const KernelOp *lastRowPass(const Kernel &k);
+/// The reduces that are passes over the row, in the order they run: those in rowNodes not folded
+/// into the first pass's moments. The last runs just before the output pass.
+std::vector<const KernelOp *> rowPasses(const Kernel &k);
 
 /// CPU: records in `k` which upcast axis the lowering emits as one LLVM vector (Kernel::vectorAxis).
 /// A last upcast axis that is a reduce axis of 8 to 64 elements becomes vector partial sums (dot

@@ -43,10 +43,10 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   int fr = topReduce ? k.firstReduce() : rs;
   const KernelOp &finalRoot = topReduce ? *topReduce->src[0] : top;
   // Kernel::rowMoments: reduces computed from the first pass's moments instead of a pass
+  const std::vector<const KernelOp *> passRoots = rowPasses(k);
   {
     std::vector<std::vector<const KernelOp *>> passes;
-    for (const KernelOp *x : order)
-      if (isReduceOp(x->op) && !k.rowMomentsOf(x)) passes.push_back({x->src[0].get()});
+    for (const KernelOp *x : passRoots) passes.push_back({x->src[0].get()});
     if (!passes.empty())
       for (const auto &mo : k.rowMoments) passes[0].push_back(mo.value);
     if (!k.rowMomentsOf(topReduce)) passes.push_back({&finalRoot});
@@ -143,7 +143,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   // whether a row's output is pending, that row's outer indices and row values, and the parity
   // that picks each scratch array's copy (the row computed uses copy `parity`, the pending row
   // the other).
-  const KernelOp *mergeInto = k.rowPipelined ? lastRowPass(k) : nullptr;
+  const KernelOp *mergeInto = k.rowPipelined && !passRoots.empty() ? passRoots.back() : nullptr;
   LAZYJIT_INTERNAL_CHECK(!k.rowPipelined || (mergeInto && !topReduce && vectorPass(&top) && tailStart == last),
                          "codegen: pipelined rows without a vector last pass and output pass");
   struct Pending {
@@ -383,24 +383,20 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       endPass();
       rowValues[x] = Val{acc[0], rdt};
     }
+    std::vector<NodeRef> ix = idxs;
+    bool vecOut = !topReduce && vectorPass(&top), finalFolded = topReduce && k.rowMomentsOf(topReduce);
+    if (mergeInto) note("output pass: in the next row's pass {}, or after the thread's last row", pass);
+    else if (finalFolded) note("final reduce ({} of squared deviations): from pass 1's moments", opName(topReduce->op));
+    else if (topReduce) note("final pass: {} over the row", opName(topReduce->op));
+    else note("output pass{}", vecOut && pass == 1 ? ", prefetching the next row" : "");
+    TraceIndent inPass(trace);
     if (mergeInto) {
       // this row's output is pending: the next row's pass or the end of the thread's rows writes it
-      note("output pass: in the next row's pass {}, or after the thread's last row", pass);
       for (int a = 0; a < rs; ++a) b.CreateStore(varValues.at("gidx" + std::to_string(a)), pend.idx[static_cast<size_t>(a)]);
       for (const KernelOp *x : order) b.CreateStore(vb.convert(rowValues.at(x), dtypeOf(*x), false).v, pend.values.at(x));
       b.CreateStore(b.getTrue(), pend.pending);
       b.CreateStore(b.CreateNot(rowParity), pend.parity);
-      endPass();
-      for (auto &[x, sc] : rowScratch) sc.filled = false;
-      return acc;
-    }
-    std::vector<NodeRef> ix = idxs;
-    bool vecOut = !topReduce && vectorPass(&top), finalFolded = topReduce && k.rowMomentsOf(topReduce);
-    if (finalFolded) note("final reduce ({} of squared deviations): from pass 1's moments", opName(topReduce->op));
-    else if (topReduce) note("final pass: {} over the row", opName(topReduce->op));
-    else note("output pass{}", vecOut && pass == 1 ? ", prefetching the next row" : "");
-    TraceIndent inPass(trace);
-    if (finalFolded) {
+    } else if (finalFolded) {
       // the kernel's reduce over this row comes from the moments: no final pass
       acc = accumulate(Op::Add, fromMoments(*topReduce), acc, dtypeOf(*topReduce));
     } else if (topReduce) {

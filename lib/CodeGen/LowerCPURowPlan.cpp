@@ -15,10 +15,6 @@ using namespace llvm;
 
 namespace {
 
-// Whether a pass evaluates a node's operands: not below a row value (a reduce or an EXPAND, computed
-// before the pass), as rowPassNodes walks. (The leaves of a pass, LOADs and CONSTs, have none.)
-bool passDescends(const KernelOp &x) { return !isReduceOp(x.op) && x.op != Op::Expand; }
-
 bool transcendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op::Sin; }
 
 } // namespace
@@ -44,10 +40,10 @@ void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>>
   }
   // whether a transcendental function is computed at or below a node, within its pass
   auto isCostly = [&](const KernelOp *root) {
-    walkOps(*root, [&](const KernelOp &x) { return passDescends(x) && !costly.count(&x); }, [&](const KernelOp &x) {
+    walkOps(*root, [&](const KernelOp &x) { return rowPassDescends(x) && !costly.count(&x); }, [&](const KernelOp &x) {
       if (costly.count(&x)) return;
       bool c = transcendental(x.op);
-      if (passDescends(x))
+      if (rowPassDescends(x))
         for (const auto &s : x.src) c = costly.at(s.get()) || c;
       costly.emplace(&x, c);
     });
@@ -63,7 +59,7 @@ void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>>
   std::unordered_set<const KernelOp *> inner, walked;
   std::vector<const KernelOp *> stack;
   auto below = [&](const KernelOp *y) {
-    if (passDescends(*y))
+    if (rowPassDescends(*y))
       for (const auto &s : y->src) stack.push_back(s.get());
   };
   for (const KernelOp *x : chosen) {
