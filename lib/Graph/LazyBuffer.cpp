@@ -110,8 +110,8 @@ LazyBuffer::~LazyBuffer() {
 LazyBufferRef LazyBuffer::create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
                                  DType dtype, std::shared_ptr<Buffer> realized,
                                  LazyBufferRef base) {
-  auto ret = std::make_shared<LazyBuffer>(std::move(device), std::move(st), optype, std::move(op),
-                                          dtype, std::move(realized), base);
+  auto ret = std::allocate_shared<LazyBuffer>(NodePoolAllocator<LazyBuffer>(), std::move(device), std::move(st), optype,
+                                              std::move(op), dtype, std::move(realized), base);
   if (ret->op) ret->linkOp();
   if (base) base->views.add(ret.get());
   return ret;

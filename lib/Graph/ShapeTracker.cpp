@@ -30,7 +30,7 @@ NodeRef idxsToIdx(const Shape &shape, const std::vector<NodeRef> &idxs) {
   return sumNodes(ret);
 }
 
-std::pair<NodeRef, NodeRef> exprThroughViews(const std::vector<View> &views, NodeRef idx,
+std::pair<NodeRef, NodeRef> exprThroughViews(const Views &views, NodeRef idx,
                                              NodeRef valid) {
   for (size_t k = views.size() - 1; k-- > 0;) {
     if (pyEq(valid->max, 0)) return {numNode(-1), valid};

@@ -324,9 +324,8 @@ const std::string &cached(std::atomic<const std::string *> &slot, auto &&compute
 
 // ---- SInt ----------------------------------------------------------------------------------------
 
-int64_t SInt::asInt() const {
-  LAZYJIT_USER_CHECK(!n, UnsupportedError, "symbolic: expected an integer, got {}", n->render());
-  return i;
+void SInt::throwNotInt() const {
+  throw UnsupportedError(fmt::format("symbolic: expected an integer, got {}", n->render()));
 }
 
 NodeRef SInt::toNode() const { return n ? n : numNode(i); }

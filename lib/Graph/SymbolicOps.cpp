@@ -26,7 +26,7 @@ SInt operator-(const SInt &x, const SInt &y) {
   return nodeAdd(x.node(), -y);                        // Node.__sub__: self + -b
 }
 
-SInt operator*(const SInt &x, const SInt &y) {
+SInt mulSlow(const SInt &x, const SInt &y) {
   if (x.isInt() && y.isInt()) return checkedMul(x.asInt(), y.asInt());
   if (x.isInt()) return nodeMul(y.node(), x); // Node.__rmul__
   return nodeMul(x.node(), y);
@@ -78,7 +78,7 @@ SInt ge(const SInt &x, const SInt &y) {
   return nodeGe(x.node(), y);
 }
 
-bool pyEq(const SInt &x, const SInt &y) {
+bool pyEqSlow(const SInt &x, const SInt &y) {
   if (x.isInt() && y.isInt()) return x.asInt() == y.asInt();
   if (x.isInt()) return y.node()->isNum() && y.node()->num == x.asInt();
   if (y.isInt()) return x.node()->isNum() && x.node()->num == y.asInt();
@@ -88,7 +88,7 @@ bool pyEq(const SInt &x, const SInt &y) {
   return a.identity() == b.identity();
 }
 
-bool truthy(const SInt &x) {
+bool truthySlow(const SInt &x) {
   if (x.isInt()) return x.asInt() != 0;
   const Node &n = *x.node();
   return !(pyEq(n.max, n.min) && pyEq(n.min, 0));

@@ -38,7 +38,7 @@ struct Pending {
   Op op{};
   Fields fields;
   std::optional<int> label;
-  std::vector<View> views;
+  Views views;
   std::vector<KernelOpRef> srcs;
   KernelOpRef done; // Ref: the referenced node
 };

@@ -74,7 +74,7 @@ KernelOpRef KernelOp::make(Op op, std::vector<KernelOpRef> src, LazyOpArg arg) {
       return found != nullptr;
     });
     if (found) return found;
-    found = std::make_shared<KernelOp>(Token(), op, std::move(src), std::move(arg), h);
+    found = std::allocate_shared<KernelOp>(NodePoolAllocator<KernelOp>(), Token(), op, std::move(src), std::move(arg), h);
     t.nodes.insert(h, found.get());
   }
   return found;

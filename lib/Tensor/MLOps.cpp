@@ -7,6 +7,7 @@
 // sequence of statements whose locals are reassigned or reset exactly where Python drops them.
 #include "TensorInternals.h"
 #include "lazyjit/Tensor/Function.h"
+#include "lazyjit/Support/NodePool.h"
 
 #include <cmath>
 #include <numeric>
@@ -375,7 +376,7 @@ struct FlipFn : Function {
 };
 
 template <typename F, typename... A> Tensor applyFn(std::vector<Tensor> in, A &&...args) {
-  return Function::apply(std::make_shared<F>(std::forward<A>(args)...), std::move(in));
+  return Function::apply(std::allocate_shared<F>(NodePoolAllocator<F>(), std::forward<A>(args)...), std::move(in));
 }
 
 } // namespace

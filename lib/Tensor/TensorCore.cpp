@@ -6,6 +6,7 @@
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/NodePool.h"
 
 #include <atomic>
 #include <cmath>
@@ -67,7 +68,7 @@ using TI = TensorInternals;
 
 Tensor::Tensor(LazyBufferRef lazydata, const std::optional<std::string> &device,
                std::optional<bool> requiresGrad)
-    : impl(std::make_shared<TensorImpl>()) {
+    : impl(std::allocate_shared<TensorImpl>(NodePoolAllocator<TensorImpl>())) {
   LAZYJIT_INTERNAL_CHECK(lazydata, "Tensor from a null LazyBuffer");
   checkedNumel("tensor", lazydata->shape);
   impl->requiresGrad = requiresGrad;
@@ -122,11 +123,15 @@ double wrapIntConst(double v, DType dt) {
 }
 } // namespace
 
+Tensor TensorInternals::scalarOn(double value, DType dtype, const std::string &device) {
+  return Tensor(LazyBuffer::loadop(configuredGraphOptions(), Op::LoadConst, {}, dtype, device, wrapIntConst(value, dtype)),
+                std::nullopt, false);
+}
+
 Tensor Tensor::scalar(double value, const TensorOptions &opts) {
-  std::string dev = resolveDevice("scalar", opts.device);
-  DType dt = opts.dtype.value_or(dtypes::float32);
-  return Tensor(LazyBuffer::loadop(configuredGraphOptions(), Op::LoadConst, {}, dt, dev, wrapIntConst(value, dt)),
-                std::nullopt, opts.requiresGrad);
+  Tensor t = TensorInternals::scalarOn(value, opts.dtype.value_or(dtypes::float32), resolveDevice("scalar", opts.device));
+  t.impl->requiresGrad = opts.requiresGrad;
+  return t;
 }
 
 static void checkDefined(const std::shared_ptr<TensorImpl> &impl) {

@@ -37,6 +37,9 @@ public:
     t.impl = std::move(impl);
     return t;
   }
+  /// Tensor(value) on a device a live tensor is on (so known to be available), without
+  /// resolving it again: the scalar operand of every binary op.
+  static Tensor scalarOn(double value, DType dtype, const std::string &device);
   /// Tensor._broadcasted: makes a scalar a tensor of self's dtype, left-pads shapes with 1s and
   /// expands both to the broadcast shape. `op` names the operation in errors.
   static std::pair<Tensor, Tensor> broadcasted(const char *op, const Tensor &self, const Operand &y,

@@ -15,7 +15,7 @@ namespace {
 Tensor scalarLike(const Tensor &self, double v) {
   // A Python scalar takes the tensor's dtype (float32 for bool tensors).
   DType dt = self.dtype() == dtypes::boolean ? dtypes::float32 : self.dtype();
-  return Tensor::scalar(v, {dt, self.device(), false});
+  return TensorInternals::scalarOn(v, dt, self.device());
 }
 } // namespace
 

@@ -9,6 +9,7 @@
 #include "lazyjit/Graph/Ops.h"
 #include "lazyjit/Graph/PtrList.h"
 #include "lazyjit/Graph/ShapeTracker.h"
+#include "lazyjit/Support/NodePool.h"
 
 #include <functional>
 #include <memory>
@@ -116,7 +117,7 @@ public:
   /// Frees its sources through deferRelease: a graph thousands of ops deep is freed without recursion.
   ~LazyOp();
   static LazyOpRef make(Op op, LazySrcs src, LazyOpArg arg = {}) {
-    return std::make_shared<const LazyOp>(op, std::move(src), std::move(arg));
+    return std::allocate_shared<const LazyOp>(NodePoolAllocator<LazyOp>(), op, std::move(src), std::move(arg));
   }
 
   size_t hash() const { return hash_; }

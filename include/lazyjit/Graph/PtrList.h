@@ -3,15 +3,17 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 
 namespace lazyjit {
 
-/// A set of pointers as a list that keeps its first two elements inline: most buffers have one or
-/// two children and are views of nothing, and the graph builds several buffers per op. Past
-/// kIndexed elements a hash index makes find and erase O(1): a constant shared by every op of a
-/// long elementwise chain has one child per op, and a scan per add would make the chain cubic.
+/// A set of pointers as a list that keeps its first element inline: most buffers have one child
+/// and are views of nothing, and the graph builds several buffers per op, each with five of these
+/// lists (24 bytes each: the graph's memory per op is what a long chain's build time follows).
+/// Past kIndexed elements a hash index makes find and erase O(1): a constant shared by every op of
+/// a long elementwise chain has one child per op, and a scan per add would make the chain cubic.
 template <typename T> class PtrList {
 public:
   static constexpr size_t kIndexed = 16;
@@ -19,33 +21,34 @@ public:
   PtrList(const PtrList &) = delete;
   PtrList &operator=(const PtrList &) = delete;
   ~PtrList() {
-    if (data_ != inline_) delete[] data_;
+    if (cap_ > 1) delete[] heap_;
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T *operator[](size_t i) const { return data_[i]; }
-  T *back() const { return data_[size_ - 1]; }
-  T *const *begin() const { return data_; }
-  T *const *end() const { return data_ + size_; }
+  T *operator[](size_t i) const { return data()[i]; }
+  T *back() const { return data()[size_ - 1]; }
+  T *const *begin() const { return data(); }
+  T *const *end() const { return data() + size_; }
   /// The position of `x`, or size() when absent.
   size_t find(const void *x) const {
     if (index_) {
       auto it = index_->find(x);
       return it == index_->end() ? size_ : it->second;
     }
+    T *const *d = data();
     for (size_t i = 0; i < size_; ++i)
-      if (data_[i] == x) return i;
+      if (d[i] == x) return i;
     return size_;
   }
   bool contains(const void *x) const { return find(x) != size_; }
   void push_back(T *x) {
-    if (size_ == cap_) reserve(cap_ * 2);
-    data_[size_++] = x;
+    if (size_ == cap_) reserve(size_t{cap_} * 2);
+    data()[size_++] = x;
     if (index_) {
       index_->emplace(x, size_ - 1);
     } else if (size_ > kIndexed) {
       index_ = std::make_unique<std::unordered_map<const void *, size_t>>();
-      for (size_t i = 0; i < size_; ++i) index_->emplace(data_[i], i);
+      for (size_t i = 0; i < size_; ++i) index_->emplace(heap_[i], i);
     }
   }
   /// Removes one `x` (the last element takes its place). Returns whether it was there.
@@ -53,9 +56,10 @@ public:
     size_t i = find(x);
     if (i == size_) return false;
     if (index_) index_->erase(x);
+    T **d = data();
     if (i != size_ - 1) {
-      data_[i] = data_[size_ - 1];
-      if (index_) (*index_)[data_[i]] = i;
+      d[i] = d[size_ - 1];
+      if (index_) (*index_)[d[i]] = i;
     }
     --size_;
     return true;
@@ -63,16 +67,20 @@ public:
   void reserve(size_t n) {
     if (n <= cap_) return;
     T **grown = new T *[n];
-    std::copy(data_, data_ + size_, grown);
-    if (data_ != inline_) delete[] data_;
-    data_ = grown;
-    cap_ = n;
+    std::copy(data(), data() + size_, grown);
+    if (cap_ > 1) delete[] heap_;
+    heap_ = grown;
+    cap_ = static_cast<uint32_t>(n);
   }
 
 private:
-  T *inline_[2] = {nullptr, nullptr};
-  T **data_ = inline_;
-  size_t size_ = 0, cap_ = 2;
+  T **data() { return cap_ > 1 ? heap_ : &one_; }
+  T *const *data() const { return cap_ > 1 ? heap_ : &one_; }
+  union {
+    T *one_ = nullptr; ///< the element while cap_ is 1
+    T **heap_;
+  };
+  uint32_t size_ = 0, cap_ = 1;
   std::unique_ptr<std::unordered_map<const void *, size_t>> index_;
 };
 

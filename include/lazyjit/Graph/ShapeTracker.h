@@ -4,6 +4,7 @@
 #pragma once
 
 #include "lazyjit/Graph/View.h"
+#include "lazyjit/Support/NodePool.h"
 
 #include <map>
 #include <optional>
@@ -12,8 +13,12 @@
 
 namespace lazyjit {
 
+/// The views of a tracker, from the node pool: every node of the lazy graph holds a tracker, and
+/// the pool keeps a node's views next to the node.
+using Views = std::vector<View, NodePoolAllocator<View>>;
+
 struct ShapeTracker {
-  std::vector<View> views;
+  Views views;
 
   static ShapeTracker fromShape(const Shape &shape);
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/Math.h"
 #include "lazyjit/Support/SmallVector.h"
 
 #include <atomic>
@@ -46,7 +47,12 @@ public:
 
   bool isInt() const { return !n; }
   bool isNode() const { return static_cast<bool>(n); }
-  int64_t asInt() const; ///< the integer; throws if this is a node
+  /// The integer; throws if this is a node.
+  int64_t asInt() const {
+    if (n) [[unlikely]]
+      throwNotInt();
+    return i;
+  }
   const NodeRef &node() const { return n; }
   /// The node, making a NumNode of an int.
   NodeRef toNode() const;
@@ -59,6 +65,7 @@ public:
 private:
   int64_t i = 0;
   NodeRef n;
+  [[noreturn]] void throwNotInt() const;
 };
 
 /// A shape, its strides, or an index tuple: up to four dimensions without an allocation.
@@ -183,7 +190,12 @@ NodeRef rawSumNode(const std::vector<NodeRef> &nodes);
 
 SInt operator+(const SInt &x, const SInt &y);
 SInt operator-(const SInt &x, const SInt &y);
-SInt operator*(const SInt &x, const SInt &y);
+SInt mulSlow(const SInt &x, const SInt &y);
+/// (Shapes and strides are nearly always plain integers: their operators are inline for them.)
+inline SInt operator*(const SInt &x, const SInt &y) {
+  if (x.isInt() && y.isInt()) return checkedMul(x.asInt(), y.asInt());
+  return mulSlow(x, y);
+}
 SInt operator-(const SInt &x);
 /// Python `x // y`.
 SInt floordiv(const SInt &x, const SInt &y);
@@ -195,10 +207,15 @@ SInt le(const SInt &x, const SInt &y);
 SInt gt(const SInt &x, const SInt &y);
 SInt ge(const SInt &x, const SInt &y);
 /// Python `==` between int/Node values.
-bool pyEq(const SInt &x, const SInt &y);
+bool pyEqSlow(const SInt &x, const SInt &y);
+inline bool pyEq(const SInt &x, const SInt &y) {
+  if (x.isInt() && y.isInt()) return x.asInt() == y.asInt();
+  return pyEqSlow(x, y);
+}
 inline bool pyNe(const SInt &x, const SInt &y) { return !pyEq(x, y); }
 /// Python bool(): ints are true when nonzero; a node is false only when it is the constant 0.
-bool truthy(const SInt &x);
+bool truthySlow(const SInt &x);
+inline bool truthy(const SInt &x) { return x.isInt() ? x.asInt() != 0 : truthySlow(x); }
 /// Python builtins max(x, y) / min(x, y) over int/Node values.
 SInt pyMax(const SInt &x, const SInt &y);
 SInt pyMin(const SInt &x, const SInt &y);

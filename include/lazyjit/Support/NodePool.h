@@ -1,0 +1,63 @@
+// NodePool: the allocator of the graph's nodes (LazyBuffer, LazyOp, KernelOp, a tracker's views).
+//
+// Building a chain of n element-wise ops makes about four nodes per op, each a few hundred bytes,
+// and a program builds, schedules and frees such graphs over and over (a training step). Through
+// glibc's malloc, freeing one overflowed its per-thread caches into consolidating and unlinking
+// chunks on every free, and scattered the next graph's nodes over the freed heap.
+//
+// The pool carves blocks (rounded to 16 bytes, up to 1 KiB) in order from 64 KiB slabs, one current
+// slab per thread, with no lock:
+// - nodes built one after another sit next to each other, and a walk over a graph reads its memory
+//   in order;
+// - a slab counts its live blocks; the free that empties a slab the thread has moved on from
+//   recycles it whole, so a freed graph's slabs are carved again, in order, by the next one;
+// - a thread keeps up to 16 freed blocks per size for its next allocations (a temporary freed and
+//   made again reuses the same memory, still in cache);
+// - a block may be freed on any thread (the count is atomic); a thread that exits gives up its
+//   slab and its kept blocks;
+// - up to 256 MiB of free slabs are kept for reuse, beyond that they go back to the system. A
+//   live block keeps its whole slab: a few long-lived nodes among many temporaries keep at most
+//   64 KiB each.
+// Larger objects, and every object in a sanitizer build, go to operator new, so AddressSanitizer
+// still sees each node's lifetime.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+namespace lazyjit {
+
+namespace pool_detail {
+/// Blocks of up to kMaxPooled bytes come from the pool; larger ones from operator new.
+inline constexpr size_t kMaxPooled = 1024;
+void *allocate(size_t bytes);
+void deallocate(void *p, size_t bytes) noexcept;
+} // namespace pool_detail
+
+/// False in a sanitizer build, where every block comes from operator new.
+bool nodePoolActive();
+/// The bytes the pool holds in slabs, live or free (for tests and the bench).
+size_t nodePoolReservedBytes();
+/// The blocks the calling thread has taken from the pool (for tests and the bench).
+uint64_t nodePoolAllocations();
+/// The free slabs kept for reuse (for tests).
+size_t nodePoolIdleSlabs();
+
+/// A std allocator over the pool, for std::allocate_shared.
+template <typename T> struct NodePoolAllocator {
+  using value_type = T;
+  NodePoolAllocator() noexcept = default;
+  template <typename U> NodePoolAllocator(const NodePoolAllocator<U> &) noexcept {}
+
+  T *allocate(size_t n) {
+    static_assert(alignof(T) <= 16, "the pool's blocks are 16-byte aligned");
+    return static_cast<T *>(pool_detail::allocate(n * sizeof(T)));
+  }
+  void deallocate(T *p, size_t n) noexcept { pool_detail::deallocate(p, n * sizeof(T)); }
+
+  template <typename U> bool operator==(const NodePoolAllocator<U> &) const noexcept { return true; }
+  template <typename U> bool operator!=(const NodePoolAllocator<U> &) const noexcept { return false; }
+};
+
+} // namespace lazyjit

@@ -1,0 +1,241 @@
+// The node pool (NodePool.h): per-thread bump allocation in 64 KiB slabs, each recycled whole once
+// every block carved from it is free, and a small per-thread cache of freed blocks per size.
+#include "lazyjit/Support/NodePool.h"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LAZYJIT_POOL_BYPASS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define LAZYJIT_POOL_BYPASS 1
+#endif
+#endif
+
+namespace lazyjit {
+
+namespace {
+
+constexpr size_t kGranule = 16;
+constexpr size_t kSlabBytes = size_t{64} << 10;
+/// Slabs kept for reuse once free; beyond this many, a free slab goes back to the system.
+constexpr size_t kMaxIdleSlabs = 4096; // 256 MiB
+/// A slab's live count while it is some thread's current slab: no number of frees brings it to
+/// zero (a slab holds at most 4096 blocks), so only retiring it can.
+constexpr uint32_t kCurrentBias = uint32_t{1} << 30;
+
+/// The first bytes of every slab (slabs are aligned to their size, so a block finds its slab by
+/// masking its address).
+struct alignas(64) Slab {
+  std::atomic<uint32_t> live;
+};
+constexpr size_t kHeaderBytes = sizeof(Slab);
+
+Slab *slabOf(void *p) {
+  return reinterpret_cast<Slab *>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{kSlabBytes} - 1));
+}
+
+std::atomic<size_t> gReserved{0};
+
+struct Shared {
+  std::mutex mu;
+  std::vector<Slab *> idle; ///< free slabs
+};
+
+Shared &shared() {
+  static Shared *s = new Shared(); // never destroyed: nodes may be freed during static destruction
+  return *s;
+}
+
+void recycle(Slab *slab) {
+  Shared &s = shared();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.idle.size() < kMaxIdleSlabs) {
+      s.idle.push_back(slab);
+      return;
+    }
+  }
+  ::operator delete(static_cast<void *>(slab), std::align_val_t{kSlabBytes});
+  gReserved.fetch_sub(kSlabBytes, std::memory_order_relaxed);
+}
+
+Slab *freshSlab() {
+  Shared &s = shared();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.idle.empty()) {
+      Slab *slab = s.idle.back();
+      s.idle.pop_back();
+      return slab;
+    }
+  }
+  void *mem = ::operator new(kSlabBytes, std::align_val_t{kSlabBytes});
+  gReserved.fetch_add(kSlabBytes, std::memory_order_relaxed);
+  return new (mem) Slab{};
+}
+
+/// A bump allocator over one current slab. Trivially destructible, so a thread's copy stays usable
+/// while its other thread-locals and (on the main thread) the statics are destroyed.
+struct Bump {
+  Slab *slab;
+  char *next;
+  size_t left;
+  uint32_t carved; ///< blocks carved from `slab`
+
+  /// Gives up the current slab: from now on its live count is the number of its blocks not yet
+  /// freed, and the free that brings it to zero recycles it.
+  void retire() {
+    if (!slab) return;
+    uint32_t drop = kCurrentBias - carved;
+    if (slab->live.fetch_sub(drop, std::memory_order_acq_rel) == drop) recycle(slab);
+    slab = nullptr;
+    left = 0;
+  }
+  void *carve(size_t bytes) {
+    if (left < bytes) {
+      retire();
+      slab = freshSlab();
+      slab->live.store(kCurrentBias, std::memory_order_relaxed);
+      next = reinterpret_cast<char *>(slab) + kHeaderBytes;
+      left = kSlabBytes - kHeaderBytes;
+      carved = 0;
+    }
+    void *p = next;
+    next += bytes;
+    left -= bytes;
+    ++carved;
+    return p;
+  }
+};
+
+constexpr size_t kClasses = pool_detail::kMaxPooled / kGranule;
+/// Freed blocks a thread keeps per size for its next allocations: a temporary freed and made again
+/// reuses the same (cached) memory instead of carving cold memory. Beyond this many, a freed block
+/// goes back to its slab, so a freed graph empties its slabs and the next graph is carved afresh,
+/// in order.
+constexpr uint8_t kCachedPerClass = 16;
+
+struct FreeBlock {
+  FreeBlock *next;
+};
+
+void release(void *p) {
+  Slab *slab = slabOf(p);
+  if (slab->live.fetch_sub(1, std::memory_order_acq_rel) == 1) recycle(slab);
+}
+
+struct Local {
+  Bump bump;
+  FreeBlock *cache[kClasses];
+  uint8_t cached[kClasses];
+  uint64_t allocations;
+  bool hooked; ///< the exit hook is registered
+  bool exited; ///< the exit hook has run: this thread now allocates from the shared bump
+};
+thread_local Local tl{};
+
+Bump gSharedBump{}; // guarded by shared().mu
+
+/// Retires the thread's slab when the thread exits.
+struct ExitHook {
+  bool armed = false;
+  ~ExitHook() {
+    if (!armed) return;
+    for (size_t c = 0; c < kClasses; ++c) {
+      while (FreeBlock *b = tl.cache[c]) {
+        tl.cache[c] = b->next;
+        release(b);
+      }
+      tl.cached[c] = 0;
+    }
+    tl.bump.retire();
+    tl.exited = true;
+  }
+};
+thread_local ExitHook exitHook;
+
+/// Registers the exit hook before the thread first holds a slab or a kept block.
+void arm(Local &l) {
+  if (l.hooked) [[likely]]
+    return;
+  l.hooked = true;
+  exitHook.armed = true; // its first use constructs it, so its destructor runs at thread exit
+}
+
+} // namespace
+
+void *pool_detail::allocate(size_t bytes) {
+#ifdef LAZYJIT_POOL_BYPASS
+  return ::operator new(bytes);
+#else
+  if (bytes == 0 || bytes > kMaxPooled) return ::operator new(bytes);
+  size_t rounded = (bytes + kGranule - 1) & ~(kGranule - 1);
+  size_t cls = rounded / kGranule - 1;
+  Local &l = tl;
+  ++l.allocations;
+  if (FreeBlock *b = l.cache[cls]) {
+    l.cache[cls] = b->next;
+    --l.cached[cls];
+    return b;
+  }
+  if (l.bump.left >= rounded) [[likely]] {
+    void *p = l.bump.next;
+    l.bump.next += rounded;
+    l.bump.left -= rounded;
+    ++l.bump.carved;
+    return p;
+  }
+  if (l.exited) {
+    std::lock_guard<std::mutex> lock(shared().mu);
+    return gSharedBump.carve(rounded);
+  }
+  arm(l);
+  return l.bump.carve(rounded);
+#endif
+}
+
+void pool_detail::deallocate(void *p, size_t bytes) noexcept {
+#ifdef LAZYJIT_POOL_BYPASS
+  (void)bytes;
+  ::operator delete(p);
+#else
+  if (!p) return;
+  if (bytes == 0 || bytes > kMaxPooled) {
+    ::operator delete(p);
+    return;
+  }
+  size_t cls = (bytes + kGranule - 1) / kGranule - 1;
+  Local &l = tl;
+  if (l.cached[cls] < kCachedPerClass && !l.exited) {
+    arm(l);
+    auto *b = static_cast<FreeBlock *>(p);
+    b->next = l.cache[cls];
+    l.cache[cls] = b;
+    ++l.cached[cls];
+    return;
+  }
+  release(p);
+#endif
+}
+
+bool nodePoolActive() {
+#ifdef LAZYJIT_POOL_BYPASS
+  return false;
+#else
+  return true;
+#endif
+}
+
+size_t nodePoolReservedBytes() { return gReserved.load(std::memory_order_relaxed); }
+uint64_t nodePoolAllocations() { return tl.allocations; }
+size_t nodePoolIdleSlabs() {
+  Shared &s = shared();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.idle.size();
+}
+
+} // namespace lazyjit
