@@ -419,12 +419,8 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile) {
   // latency and the gathered panel costs more than the padding saves; x @ W for 10 outputs ran 3x
   // slower scattered, W10's second convolution, rows of 20 in tiles of 4, 1.6x faster)
   if (vsize % lanes == 0 || tsize % lanes != 0 || (vsize % 8 != 0 && vsize % 6 != 0 && vsize % 4 != 0)) return false;
-  int64_t steps = 1;
-  for (size_t a = static_cast<size_t>(k.firstReduce()); a < k.shapeLen() - static_cast<size_t>(k.upcasted); ++a) {
-    if (!isIntSize(k, a)) return false;
-    steps *= k.fullShape()[a].asInt();
-  }
-  if (steps < 64) return false;
+  std::optional<int64_t> steps = cpu_heuristics::reduceLoopSteps(k);
+  if (!steps || *steps < 64) return false;
   Kernel c = k;
   c.scatterOutput = true;
   try {

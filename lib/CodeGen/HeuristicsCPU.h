@@ -30,6 +30,10 @@ int64_t outputBytes(const Kernel &k);
 /// AST and the target only (it is cached on disk).
 constexpr int64_t kStreamingStoreBytes = int64_t(16) << 20;
 
+/// The steps of the reduce loops: the product of the reduce axes that are not unrolled (from the
+/// first reduce to the first upcast); nullopt where one is symbolic.
+std::optional<int64_t> reduceLoopSteps(const Kernel &k);
+
 /// Whether neither the index nor the validity of buffer `buf` moves along `axis`.
 bool independentOf(const Kernel &k, size_t buf, size_t axis);
 

@@ -86,15 +86,27 @@ void chooseWholePacking(Kernel &k, const LoopNest &nest, const std::vector<bool>
 
 } // namespace
 
+std::optional<int64_t> cpu_heuristics::reduceLoopSteps(const Kernel &k) {
+  const Shape &full = k.fullShape();
+  int64_t steps = 1;
+  for (size_t a = static_cast<size_t>(k.firstReduce()); a < k.shapeLen() - static_cast<size_t>(k.upcasted); ++a) {
+    if (!full[a].isInt()) return std::nullopt;
+    steps *= full[a].asInt();
+  }
+  return steps;
+}
+
 std::optional<cpu_heuristics::WholePanelShape> cpu_heuristics::wholePanelShape(const Kernel &k, const LoopNest &nest,
                                                                                size_t buf) {
   const Shape &full = k.fullShape();
   int n = static_cast<int>(k.shapeLen()), fr = k.firstReduce(), firstUpcast = n - k.upcasted;
   WholePanelShape w;
-  for (int a = 0; a < firstUpcast; ++a) {
+  std::optional<int64_t> steps = reduceLoopSteps(k);
+  if (!steps) return std::nullopt;
+  w.steps = *steps;
+  for (int a = 0; a < std::min(fr, firstUpcast); ++a) {
     if (!full[a].isInt()) return std::nullopt;
-    if (a >= fr) w.steps *= full[a].asInt();
-    else if (!independentOf(k, buf, static_cast<size_t>(a))) {
+    if (!independentOf(k, buf, static_cast<size_t>(a))) {
       w.axes.push_back(a);
       w.tiles *= full[a].asInt();
     }
@@ -124,11 +136,10 @@ void cpu_heuristics::choosePanelPacking(Kernel &k) {
   if (nest.vecAxis < 0 || nest.vecReduce || nest.outUp.empty()) return;
   int vecAxis = nest.vecAxis;
   const std::vector<int> &tileAxes = nest.outUp;
-  int64_t combos = static_cast<int64_t>(nest.redCombos.size()), steps = 1;
-  for (int a = fr; a < firstUpcast; ++a) {
-    if (!full[a].isInt()) return;
-    steps *= full[a].asInt();
-  }
+  int64_t combos = static_cast<int64_t>(nest.redCombos.size());
+  std::optional<int64_t> reduceSteps = reduceLoopSteps(k);
+  if (!reduceSteps) return;
+  int64_t steps = *reduceSteps;
   std::vector<bool> inReduce = reduceInputs(k);
   std::vector<size_t> packed;
   int64_t bytes = 0;

@@ -26,8 +26,7 @@ SInt operator-(const SInt &x, const SInt &y) {
   return nodeAdd(x.node(), -y);                        // Node.__sub__: self + -b
 }
 
-SInt mulSlow(const SInt &x, const SInt &y) {
-  if (x.isInt() && y.isInt()) return checkedMul(x.asInt(), y.asInt());
+SInt sint_detail::mulNode(const SInt &x, const SInt &y) {
   if (x.isInt()) return nodeMul(y.node(), x); // Node.__rmul__
   return nodeMul(x.node(), y);
 }
@@ -78,8 +77,7 @@ SInt ge(const SInt &x, const SInt &y) {
   return nodeGe(x.node(), y);
 }
 
-bool pyEqSlow(const SInt &x, const SInt &y) {
-  if (x.isInt() && y.isInt()) return x.asInt() == y.asInt();
+bool sint_detail::eqNode(const SInt &x, const SInt &y) {
   if (x.isInt()) return y.node()->isNum() && y.node()->num == x.asInt();
   if (y.isInt()) return x.node()->isNum() && x.node()->num == y.asInt();
   const Node &a = *x.node(), &b = *y.node();
@@ -88,8 +86,7 @@ bool pyEqSlow(const SInt &x, const SInt &y) {
   return a.identity() == b.identity();
 }
 
-bool truthySlow(const SInt &x) {
-  if (x.isInt()) return x.asInt() != 0;
+bool sint_detail::truthyNode(const SInt &x) {
   const Node &n = *x.node();
   return !(pyEq(n.max, n.min) && pyEq(n.min, 0));
 }

@@ -96,7 +96,7 @@ struct Bump {
     left = 0;
   }
   void *carve(size_t bytes) {
-    if (left < bytes) {
+    if (left < bytes) [[unlikely]] {
       retire();
       slab = freshSlab();
       slab->live.store(kCurrentBias, std::memory_order_relaxed);
@@ -113,6 +113,8 @@ struct Bump {
 };
 
 constexpr size_t kClasses = pool_detail::kMaxPooled / kGranule;
+/// A block's size class: its size rounded up to the granule, counted from 0.
+size_t classOf(size_t bytes) { return (bytes + kGranule - 1) / kGranule - 1; }
 /// Freed blocks a thread keeps per size for its next allocations: a temporary freed and made again
 /// reuses the same (cached) memory instead of carving cold memory. Beyond this many, a freed block
 /// goes back to its slab, so a freed graph empties its slabs and the next graph is carved afresh,
@@ -173,8 +175,7 @@ void *pool_detail::allocate(size_t bytes) {
   return ::operator new(bytes);
 #else
   if (bytes == 0 || bytes > kMaxPooled) return ::operator new(bytes);
-  size_t rounded = (bytes + kGranule - 1) & ~(kGranule - 1);
-  size_t cls = rounded / kGranule - 1;
+  size_t cls = classOf(bytes), rounded = (cls + 1) * kGranule;
   Local &l = tl;
   ++l.allocations;
   if (FreeBlock *b = l.cache[cls]) {
@@ -182,14 +183,7 @@ void *pool_detail::allocate(size_t bytes) {
     --l.cached[cls];
     return b;
   }
-  if (l.bump.left >= rounded) [[likely]] {
-    void *p = l.bump.next;
-    l.bump.next += rounded;
-    l.bump.left -= rounded;
-    ++l.bump.carved;
-    return p;
-  }
-  if (l.exited) {
+  if (l.exited) [[unlikely]] {
     std::lock_guard<std::mutex> lock(shared().mu);
     return gSharedBump.carve(rounded);
   }
@@ -208,7 +202,7 @@ void pool_detail::deallocate(void *p, size_t bytes) noexcept {
     ::operator delete(p);
     return;
   }
-  size_t cls = (bytes + kGranule - 1) / kGranule - 1;
+  size_t cls = classOf(bytes);
   Local &l = tl;
   if (l.cached[cls] < kCachedPerClass && !l.exited) {
     arm(l);

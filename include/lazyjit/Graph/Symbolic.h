@@ -190,11 +190,16 @@ NodeRef rawSumNode(const std::vector<NodeRef> &nodes);
 
 SInt operator+(const SInt &x, const SInt &y);
 SInt operator-(const SInt &x, const SInt &y);
-SInt mulSlow(const SInt &x, const SInt &y);
-/// (Shapes and strides are nearly always plain integers: their operators are inline for them.)
+namespace sint_detail {
+// The cases of `*`, `==` and bool() with a node (SymbolicOps.cpp): shapes and strides are nearly
+// always plain integers, and those cases are inline.
+SInt mulNode(const SInt &x, const SInt &y);
+bool eqNode(const SInt &x, const SInt &y);
+bool truthyNode(const SInt &x);
+} // namespace sint_detail
 inline SInt operator*(const SInt &x, const SInt &y) {
   if (x.isInt() && y.isInt()) return checkedMul(x.asInt(), y.asInt());
-  return mulSlow(x, y);
+  return sint_detail::mulNode(x, y);
 }
 SInt operator-(const SInt &x);
 /// Python `x // y`.
@@ -207,15 +212,13 @@ SInt le(const SInt &x, const SInt &y);
 SInt gt(const SInt &x, const SInt &y);
 SInt ge(const SInt &x, const SInt &y);
 /// Python `==` between int/Node values.
-bool pyEqSlow(const SInt &x, const SInt &y);
 inline bool pyEq(const SInt &x, const SInt &y) {
   if (x.isInt() && y.isInt()) return x.asInt() == y.asInt();
-  return pyEqSlow(x, y);
+  return sint_detail::eqNode(x, y);
 }
 inline bool pyNe(const SInt &x, const SInt &y) { return !pyEq(x, y); }
 /// Python bool(): ints are true when nonzero; a node is false only when it is the constant 0.
-bool truthySlow(const SInt &x);
-inline bool truthy(const SInt &x) { return x.isInt() ? x.asInt() != 0 : truthySlow(x); }
+inline bool truthy(const SInt &x) { return x.isInt() ? x.asInt() != 0 : sint_detail::truthyNode(x); }
 /// Python builtins max(x, y) / min(x, y) over int/Node values.
 SInt pyMax(const SInt &x, const SInt &y);
 SInt pyMin(const SInt &x, const SInt &y);
