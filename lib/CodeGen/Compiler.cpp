@@ -21,6 +21,7 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/PassManager.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
@@ -240,6 +241,27 @@ TargetSpec TargetSpec::host(int optLevel) {
   std::sort(fs.begin(), fs.end());
   for (const auto &f : fs) t.features += (t.features.empty() ? "" : ",") + f;
   t.optLevel = optLevel;
+  return t;
+}
+
+TargetSpec TargetSpec::namedCPU(const std::string &cpu, int optLevel) {
+  TargetSpec t = host(optLevel);
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, err);
+  if (!target) throw CompileError("no LLVM target for " + t.triple + ": " + err);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(t.triple, "", ""));
+  if (!sti || !sti->isCPUStringValid(cpu))
+    throw UnsupportedError("'" + cpu + "' is not a CPU LLVM knows for " + t.triple);
+  sti.reset(target->createMCSubtargetInfo(t.triple, cpu, ""));
+  // every feature the target defines, on or off as the CPU has it (the host's list, which
+  // host() reports, names only the features the host knows)
+  std::vector<std::string> fs;
+  for (const llvm::SubtargetFeatureKV &f : sti->getAllProcessorFeatures())
+    fs.push_back((sti->getFeatureBits().test(f.Value) ? "+" : "-") + std::string(f.Key));
+  std::sort(fs.begin(), fs.end());
+  t.cpu = cpu;
+  t.features.clear();
+  for (const auto &f : fs) t.features += (t.features.empty() ? "" : ",") + f;
   return t;
 }
 

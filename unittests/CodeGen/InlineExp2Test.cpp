@@ -110,7 +110,7 @@ TEST_CASE("Inline exp2: the clamped polynomial with two-factor scaling matches t
   checkForm(Exp2Form(false, false));
 }
 
-TEST_CASE("Inline exp2: vscalefps (AVX-512) matches the C library") {
+TEST_CASE("Inline exp2: vscalefps (AVX-512) matches the C library" * doctest::test_suite("avx512")) {
   if (!hostHas("avx512f")) {
     test::skip("this host has no AVX-512F to run vscalefps");
     return;
@@ -118,7 +118,7 @@ TEST_CASE("Inline exp2: vscalefps (AVX-512) matches the C library") {
   checkForm(Exp2Form(true, false));
 }
 
-TEST_CASE("Inline exp2: vreduceps and vscalefps without clamps (AVX-512 DQ) match the C library") {
+TEST_CASE("Inline exp2: vreduceps and vscalefps without clamps (AVX-512 DQ) match the C library" * doctest::test_suite("avx512")) {
   if (!hostHas("avx512f") || !hostHas("avx512dq")) {
     test::skip("this host has no AVX-512F and DQ to run vreduceps and vscalefps");
     return;

@@ -230,7 +230,8 @@ TEST_CASE("Row kernels: two variances from one pass's moments, and a sum of squa
   CHECK(std::fabs(s.item<float>() - want) <= 1e-6 * want);
 }
 
-TEST_CASE("Row kernels: pipelined rows write every row once, from its own values, in any split across threads") {
+TEST_CASE("Row kernels: pipelined rows write every row once, from its own values, in any split across threads" *
+          doctest::test_suite("avx512")) {
   // Outputs of 16 MiB or more are written with streaming stores (16 floats per store: AVX-512),
   // and then rows are pipelined: each row's output pass runs inside the next row's last pass, and
   // the thread's last row is written after its loop. The launcher gives each thread a chunk of the

@@ -37,6 +37,10 @@ struct TargetSpec {
 
   /// The host CPU (LLVM's host triple, CPU name and features), compiled at LLVM level `optLevel`.
   static TargetSpec host(int optLevel = 2);
+  /// The host's triple for CPU `cpu` ("znver4", "skylake-avx512", ...) with that CPU's features,
+  /// not the host's: what kernels compiled for it look like, whatever this machine has (their code
+  /// may not run here). UnsupportedError for a name LLVM does not know for the host's target.
+  static TargetSpec namedCPU(const std::string &cpu, int optLevel = 2);
   /// NVPTX for a compute capability such as "sm_90".
   static TargetSpec nvptx(const std::string &sm, int optLevel = 2);
   /// Everything that changes the generated code, for cache keys.
