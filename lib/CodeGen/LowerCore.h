@@ -218,7 +218,7 @@ protected:
   /// being 1 / (the count including this element).
   void welfordStep(Value *value, Value *&mean, Value *&m2, Value *inv);
   /// At the start of the pass that keeps the moments of every folded reduce's value: their shifts
-  /// (each value at the row's first element, `idxs` with the row axes at 0, in its reduce's dtype),
+  /// (the median of each value at the row's first, middle and last element, in its reduce's dtype),
   /// returned, and the carried values, appended to `carried`: per folded reduce `copies` means
   /// then `copies` M2s (zeros; vectors on `lanes` > 0 lanes), then the count (scalar, in the
   /// first folded reduce's dtype). Writes the pass's trace line.

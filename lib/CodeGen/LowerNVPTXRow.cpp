@@ -169,7 +169,7 @@ void NVPTXLowerer::emitRowBody() {
   int fr = topReduce ? k.firstReduce() : rs;
 
   // Kernel::rowMoments: the reduces the first pass computes from moments it keeps of their values
-  // (each thread a Welford step per element, shifted by the row's first value), by reduce
+  // (each thread a Welford step per element, shifted by a median of three of the row's values), by reduce
   struct Moments {
     RowMoments row;
     Value *shift;
