@@ -9,6 +9,7 @@
 #include "lazyjit/Support/PtrSet.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -85,21 +86,29 @@ size_t &liveCounter() {
 
 size_t liveLazyBufferCount() { return liveCounter(); }
 
+namespace {
+uint64_t nextSerial() {
+  // (atomic although the graph is built from one thread at a time: it is one instruction more)
+  static std::atomic<uint64_t> n{0};
+  return n.fetch_add(1, std::memory_order_relaxed);
+}
+} // namespace
+
 LazyBuffer::LazyBuffer(std::string device_, ShapeTracker st_, OpType optype_, LazyOpRef op_,
                        DType dtype, std::shared_ptr<Buffer> realized, LazyBufferRef base)
     : device(std::move(device_)), st(std::move(st_)), shape(st.shape()), optype(optype_), op(std::move(op_)),
-      realized_(std::move(realized)), base_(std::move(base)), dtype_(dtype) {
+      realized_(std::move(realized)), base_(std::move(base)), dtype_(dtype), serial_(nextSerial()) {
   LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base_ && base_->optype != OpType::Movement),
                          "MovementOps must be based");
   LAZYJIT_INTERNAL_CHECK(base_ || st.contiguous(), "unbased LazyBuffers must be contiguous");
   ++liveCounter();
 }
 
-using graph_detail::forgetCacheEntry;
+using graph_detail::leaveCache;
 
 LazyBuffer::~LazyBuffer() {
   --liveCounter();
-  if (inCache_) forgetCacheEntry(this);
+  if (inCache_ || keyedHead_) leaveCache(this);
   // leave every set first: nothing may see this buffer as a live child while its members go
   for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
   if (op) op->owners_.erase(this);

@@ -7,7 +7,7 @@
 
 namespace lazyjit::graph_detail {
 
-/// Takes dying buffer `b` out of the dedup cache (it is in it: LazyBuffer::inCache_).
-void forgetCacheEntry(LazyBuffer *b);
+/// Takes dying buffer `b` out of the dedup cache, and the entries filed under it with it.
+void leaveCache(LazyBuffer *b);
 
 } // namespace lazyjit::graph_detail

@@ -91,8 +91,17 @@ LazyOp::~LazyOp() {
 LazyOp::LazyOp(Op op_, LazySrcs src_, LazyOpArg arg_)
     : op(op_), src(std::move(src_)), arg(std::move(arg_)) {
   size_t h = static_cast<size_t>(op) + 0x51;
-  for (const auto &s : src)
+  for (const auto &s : src) {
     hashCombine(h, s.isBuffer() ? std::hash<const void *>{}(s.buf.get()) : s.op->hash());
+    // the first of equal serials (only a source reached twice has one): any rule that equal ops
+    // apply alike would do
+    LazyBuffer *leaf = s.isBuffer() ? s.buf.get() : s.op->newestLeaf_;
+    uint64_t serial = s.isBuffer() ? s.buf->serial_ : s.op->newestSerial_;
+    if (leaf && (!newestLeaf_ || serial > newestSerial_)) {
+      newestLeaf_ = leaf;
+      newestSerial_ = serial;
+    }
+  }
   hashCombine(h, argHash(arg));
   hash_ = h;
 }

@@ -209,6 +209,51 @@ TEST_CASE("LazyBuffer dedup cache: a buffer that dies takes its entry with it") 
   CHECK(lazyCacheSize() == before);
 }
 
+TEST_CASE("LazyBuffer dedup cache: a leaf read by many ops finds each of them") {
+  // the cache files a buffer under its op's newest leaf, in a list of at most 16 there; the rest
+  // go to its table, where a lookup must look too
+  auto a = emptyBuf(64);
+  size_t before = lazyCacheSize();
+  std::vector<LazyBufferRef> views; // 63 views (a shrink to the whole of `a` is `a` itself)
+  for (int i = 1; i < 64; ++i) views.push_back(a->shrink(opts, {{SInt(0), SInt(i)}}));
+  CHECK(lazyCacheSize() == before + 63);
+  for (int i = 1; i < 64; ++i) CHECK(a->shrink(opts, {{SInt(0), SInt(i)}}) == views[i - 1]);
+  CHECK(lazyCacheSize() == before + 63);
+  // free a listed one and a tabled one: equal ops made again are new entries, in either place
+  views[3].reset();
+  views[40].reset();
+  CHECK(lazyCacheSize() == before + 61);
+  auto again3 = a->shrink(opts, {{SInt(0), SInt(4)}}), again40 = a->shrink(opts, {{SInt(0), SInt(41)}});
+  CHECK(lazyCacheSize() == before + 63);
+  CHECK(a->shrink(opts, {{SInt(0), SInt(4)}}) == again3);
+  CHECK(a->shrink(opts, {{SInt(0), SInt(41)}}) == again40);
+  // an op over two leaves is filed under the newer: the same buffer is found either way round
+  auto b = emptyBuf(64);
+  auto sum = a->e(opts, Op::Add, {b});
+  CHECK(a->e(opts, Op::Add, {b}) == sum);
+  CHECK(sum->op->newestLeaf() == b.get());
+  CHECK(b->e(opts, Op::Add, {a}) != sum); // (a different op: its sources are the other way round)
+  views.clear();
+  again3.reset();
+  again40.reset();
+  sum.reset();
+  CHECK(lazyCacheSize() == before);
+}
+
+TEST_CASE("LazyBuffer dedup cache: a leaf that dies takes the entries filed under it") {
+  // a realized buffer drops its op, so its leaf may die first; no live op can equal the entry's
+  // then, and the entry leaves the cache with the leaf (its own death finds nothing to take out)
+  size_t before = lazyCacheSize();
+  auto a = emptyBuf(8);
+  auto n = a->e(opts, Op::Neg);
+  CHECK(lazyCacheSize() == before + 1);
+  n->dropOp();
+  a.reset();
+  CHECK(lazyCacheSize() == before);
+  n.reset();
+  CHECK(lazyCacheSize() == before);
+}
+
 TEST_CASE("LazyBuffer dedup cache: hits survive the table's growth and sweeps, and a freed graph leaves nothing") {
   auto a = emptyBuf(8);
   size_t before = lazyCacheSize();

@@ -121,6 +121,11 @@ public:
   }
 
   size_t hash() const { return hash_; }
+  /// The leaf created last (the greatest LazyBuffer serial; null: the op reads no buffer). Equal
+  /// ops have the same leaves, so the same newest one: the dedup cache files a buffer under it,
+  /// and a lookup reads a list on memory the caller has just touched instead of probing a table
+  /// as large as the graph.
+  LazyBuffer *newestLeaf() const { return newestLeaf_; }
   bool operator==(const LazyOp &o) const;
   bool operator!=(const LazyOp &o) const { return !(*this == o); }
 
@@ -144,6 +149,8 @@ public:
 private:
   friend class LazyBuffer;
   size_t hash_;
+  LazyBuffer *newestLeaf_ = nullptr;
+  uint64_t newestSerial_ = 0;
   mutable std::vector<LazyBuffer *> buffers_;
   mutable bool buffersDone_ = false;
   // Graph links (LazyBuffer.h), set when a LazyBuffer is created over this op or over an op that
