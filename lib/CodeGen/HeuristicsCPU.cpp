@@ -290,9 +290,13 @@ bool reduceVectorize(Kernel &k) {
   }
   if (colAxis < 0) return false;
   int64_t cols = k.fullShape()[colAxis].asInt(), rows = 1;
-  // accumulators plus the rows' and cols' loaded vectors stay within AVX-512's 32 registers
-  for (int64_t c : {8, 6, 4, 3, 2})
-    if (k.fullShape()[rowAxis].asInt() % c == 0 && (c * cols + c + cols) * regsPerAcc <= 30) {
+  // accumulators plus the rows' and cols' loaded vectors stay within the registers: AVX-512 has 32
+  // (two kept for addresses and the loop); AVX2's 16 fit a tile of 2 x 5 (17 counted: not every
+  // loaded vector lives at once), which ran W10's second weight gradient at 75-79 GFLOP/s against
+  // 41 for 1 x 5 and 18-41 for 4 x 5 (spilled)
+  int64_t registers = k.opts.vectorBits >= 512 ? 30 : 17;
+  for (int64_t c : {8, 6, 4, 3, 2, 1})
+    if (k.fullShape()[rowAxis].asInt() % c == 0 && (c * cols + c + cols) * regsPerAcc <= registers) {
       rows = c;
       break;
     }
@@ -301,9 +305,11 @@ bool reduceVectorize(Kernel &k) {
   Kernel t = k;
   try {
     // the later axis first, so that upcasting it whole (which removes it) leaves the other in place
+    // (a tile of one row, AVX2's 16 registers with 5 columns, upcasts the columns only)
     int hi = std::max(colAxis, rowAxis), lo = std::min(colAxis, rowAxis);
-    t.applyOpt({OptOp::Upcast, hi, hi == colAxis ? cols : rows});
-    t.applyOpt({OptOp::Upcast, lo, lo == colAxis ? cols : rows});
+    int64_t hiAmt = hi == colAxis ? cols : rows, loAmt = lo == colAxis ? cols : rows;
+    if (hiAmt > 1) t.applyOpt({OptOp::Upcast, hi, hiAmt});
+    if (loAmt > 1) t.applyOpt({OptOp::Upcast, lo, loAmt});
     int red = static_cast<int>(t.shapeLen()) - t.upcasted - 1;
     if (padded != r) t.applyOpt({OptOp::PadTo, red, width});
     t.applyOpt({OptOp::Unroll, red - t.firstReduce(), width});
@@ -444,9 +450,14 @@ void applyCPUHeuristics(Kernel &k) {
   // kernels with exp2/log2/sin are left to the loop vectorizer, except for streaming stores
   if (transcendental && (!vec || k.reduceop || *vec + 1 != static_cast<size_t>(k.firstReduce()))) return;
   if (!vec) {
+    // AVX2: a vector axis of 3 (a 3x3 conv's weight gradient, kw) as AVX-512 takes it, for dot
+    // products along the reduce axis (W10's fourth weight gradient: 600 ms a step unvectorized)
+    if (!wide && k.reduceop && !transcendental && varsFromAst(*k.ast).empty() && findVectorAxis(k, 3) &&
+        reduceVectorize(k))
+      return;
     if (gatherPackedTile(k)) return;
     if (tileDotProducts(k, wide)) return;
-    if (wide && !transcendental && varsFromAst(*k.ast).empty() && gatherVectorize(k)) return;
+    if (!transcendental && varsFromAst(*k.ast).empty() && gatherVectorize(k)) return;
     // no vector axis: unroll a small last reduce axis, as the reference does
     if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {
       size_t last = k.shapeLen() - k.upcasted - 1;
@@ -457,7 +468,7 @@ void applyCPUHeuristics(Kernel &k) {
   }
   int64_t vsize = k.fullShape()[*vec].asInt();
   // an output vector of fewer than 8 lanes: dot products along the reduce axis instead, if it can
-  if (k.reduceop && vsize < 8 && wide && !transcendental && varsFromAst(*k.ast).empty() && reduceVectorize(k))
+  if (k.reduceop && vsize < 8 && !transcendental && varsFromAst(*k.ast).empty() && reduceVectorize(k))
     return;
   // element-wise kernels are vectorized well by LLVM over their innermost loop; a large one also
   // streams its output past the caches (a cache-line-wide vector store per iteration)
@@ -480,7 +491,7 @@ void applyCPUHeuristics(Kernel &k) {
 
   // (found before padding: a second mask on a padded input hides its strides)
   std::optional<size_t> tile = k.reduceop ? findTileAxis(k, *vec) : std::nullopt;
-  if (tile && wide && scatterTile(k, *vec, *tile)) return;
+  if (tile && scatterTile(k, *vec, *tile)) return;
   applyVectorTile(k, *vec, tile);
 }
 
