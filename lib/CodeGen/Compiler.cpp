@@ -227,6 +227,14 @@ Compiled runPasses(const KernelOpRef &ast, const TargetSpec &t, const CompileOpt
   return c;
 }
 
+// A feature list as TargetSpec keeps it: "+name" / "-name", sorted, comma-separated.
+std::string featureString(std::vector<std::string> fs) {
+  std::sort(fs.begin(), fs.end());
+  std::string out;
+  for (const auto &f : fs) out += (out.empty() ? "" : ",") + f;
+  return out;
+}
+
 } // namespace
 
 TargetSpec TargetSpec::host(int optLevel) {
@@ -238,8 +246,7 @@ TargetSpec TargetSpec::host(int optLevel) {
   llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
   std::vector<std::string> fs;
   for (const auto &f : feats) fs.push_back((f.second ? "+" : "-") + f.first().str());
-  std::sort(fs.begin(), fs.end());
-  for (const auto &f : fs) t.features += (t.features.empty() ? "" : ",") + f;
+  t.features = featureString(std::move(fs));
   t.optLevel = optLevel;
   return t;
 }
@@ -249,6 +256,7 @@ TargetSpec TargetSpec::namedCPU(const std::string &cpu, int optLevel) {
   std::string err;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, err);
   if (!target) throw CompileError("no LLVM target for " + t.triple + ": " + err);
+  // (checked on a generic subtarget: one made for an unknown name prints LLVM's warning to stderr)
   std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(t.triple, "", ""));
   if (!sti || !sti->isCPUStringValid(cpu))
     throw UnsupportedError("'" + cpu + "' is not a CPU LLVM knows for " + t.triple);
@@ -258,10 +266,8 @@ TargetSpec TargetSpec::namedCPU(const std::string &cpu, int optLevel) {
   std::vector<std::string> fs;
   for (const llvm::SubtargetFeatureKV &f : sti->getAllProcessorFeatures())
     fs.push_back((sti->getFeatureBits().test(f.Value) ? "+" : "-") + std::string(f.Key));
-  std::sort(fs.begin(), fs.end());
   t.cpu = cpu;
-  t.features.clear();
-  for (const auto &f : fs) t.features += (t.features.empty() ? "" : ",") + f;
+  t.features = featureString(std::move(fs));
   return t;
 }
 

@@ -446,18 +446,19 @@ void applyCPUHeuristics(Kernel &k) {
   if (k.shapeLen() == 0 || !allFloat(k)) return;
   bool transcendental = hasTranscendental(*k.ast);
   bool wide = k.opts.vectorBits >= 512;
-  auto vec = findVectorAxis(k, wide && k.reduceop && varsFromAst(*k.ast).empty() ? 3 : 4);
+  bool concrete = varsFromAst(*k.ast).empty(); // no symbolic sizes
+  auto vec = findVectorAxis(k, wide && k.reduceop && concrete ? 3 : 4);
   // kernels with exp2/log2/sin are left to the loop vectorizer, except for streaming stores
   if (transcendental && (!vec || k.reduceop || *vec + 1 != static_cast<size_t>(k.firstReduce()))) return;
   if (!vec) {
     // AVX2: a vector axis of 3 (a 3x3 conv's weight gradient, kw) as AVX-512 takes it, for dot
     // products along the reduce axis (W10's fourth weight gradient: 600 ms a step unvectorized)
-    if (!wide && k.reduceop && !transcendental && varsFromAst(*k.ast).empty() && findVectorAxis(k, 3) &&
+    if (!wide && k.reduceop && !transcendental && concrete && findVectorAxis(k, 3) &&
         reduceVectorize(k))
       return;
     if (gatherPackedTile(k)) return;
     if (tileDotProducts(k, wide)) return;
-    if (!transcendental && varsFromAst(*k.ast).empty() && gatherVectorize(k)) return;
+    if (!transcendental && concrete && gatherVectorize(k)) return;
     // no vector axis: unroll a small last reduce axis, as the reference does
     if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {
       size_t last = k.shapeLen() - k.upcasted - 1;
@@ -468,7 +469,7 @@ void applyCPUHeuristics(Kernel &k) {
   }
   int64_t vsize = k.fullShape()[*vec].asInt();
   // an output vector of fewer than 8 lanes: dot products along the reduce axis instead, if it can
-  if (k.reduceop && vsize < 8 && !transcendental && varsFromAst(*k.ast).empty() && reduceVectorize(k))
+  if (k.reduceop && vsize < 8 && !transcendental && concrete && reduceVectorize(k))
     return;
   // element-wise kernels are vectorized well by LLVM over their innermost loop; a large one also
   // streams its output past the caches (a cache-line-wide vector store per iteration)

@@ -31,8 +31,8 @@ bool isFloat(const std::optional<DType> &dt) { return dt && (*dt == dtypes::floa
 // `y = x - x.mean(); (y * y).mean()` (layernorm's variance, a row value; var and std, the
 // kernel's own reduce): `y * y` is one MUL of one node, the kernel IR being hash-consed.
 void chooseRowMoments(Kernel &k) {
-  // (the values are shifted by a median of three of the row's: every row has them; the count of elements is kept
-  // in the reduces' dtype, exact below 2^24 in float32)
+  // (the values are shifted by a median of three of the row's: every row has them; the count of
+  // elements is kept in the reduces' dtype, exact below 2^24 in float32)
   int64_t elems = 1;
   for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {
     if (!k.fullShape()[a].isInt() || k.fullShape()[a].asInt() < 1) return;

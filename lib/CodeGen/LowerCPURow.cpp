@@ -236,8 +236,9 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
   // Kernel::rowMoments, per folded reduce: its value's mean and M2 over the row so far, and the
   // number of elements they cover (of the reduce's dtype), carried by the first pass after its
   // own accumulators. The values are shifted by a median of three of the row's (startRowMoments):
-  // Welford's running mean then stays near 0, where its rounding is small against the spread (unshifted, the variance of a row
-  // of 1e4 + U(-1, 1) was off by 3.5e-5 relative, the two-pass variance's by 5e-8; shifted 2e-7).
+  // Welford's running mean then stays near 0, where its rounding is small against the spread
+  // (unshifted, the variance of a row of 1e4 + U(-1, 1) was off by 3.5e-5 relative, the two-pass
+  // variance's by 5e-8; shifted 2e-7).
   struct Moments {
     Value *mean, *m2, *count, *shift;
   };

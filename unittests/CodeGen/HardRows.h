@@ -10,13 +10,18 @@
 
 namespace lazyjit::testing {
 
+// the mean of row `r` in double precision
+inline double rowMeanExact(const std::vector<float> &x, int64_t r, int64_t cols) {
+  double mean = 0;
+  for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
+  return mean / static_cast<double>(cols);
+}
+
 // layernorm of each row in double precision: the closed form the kernels approximate
 inline std::vector<double> layernormExact(const std::vector<float> &x, int64_t rows, int64_t cols, double eps) {
   std::vector<double> out(x.size());
   for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
-    mean /= static_cast<double>(cols);
+    double mean = rowMeanExact(x, r, cols), var = 0;
     for (int64_t c = 0; c < cols; ++c) {
       double d = x[static_cast<size_t>(r * cols + c)] - mean;
       var += d * d;
@@ -51,9 +56,7 @@ inline std::vector<float> hardRows(int64_t cols) {
 inline std::vector<double> varianceExact(const std::vector<float> &x, int64_t rows, int64_t cols) {
   std::vector<double> var(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0, ss = 0;
-    for (int64_t c = 0; c < cols; ++c) mean += x[static_cast<size_t>(r * cols + c)];
-    mean /= static_cast<double>(cols);
+    double mean = rowMeanExact(x, r, cols), ss = 0;
     for (int64_t c = 0; c < cols; ++c) ss += std::pow(x[static_cast<size_t>(r * cols + c)] - mean, 2);
     var[static_cast<size_t>(r)] = ss / static_cast<double>(cols - 1);
   }

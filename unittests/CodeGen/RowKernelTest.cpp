@@ -175,9 +175,7 @@ TEST_CASE("Row kernels: var and std read each row once, as exact as two kernels"
         // mean off by d adds n d^2 / (n - 1) to the variance, and sums in another order (the
         // reference kernels with LAZYJIT_BOUNDS) round it differently. Allowed: 2 ulps of the mean
         // (row 1, 1e4 + U(-1, 1): 3.8e-6 of a variance of 0.33; the rows near 0: nothing)
-        double mean = 0;
-        for (int64_t c = 0; c < cols; ++c) mean += x[r * static_cast<size_t>(cols) + static_cast<size_t>(c)];
-        float m = static_cast<float>(mean / static_cast<double>(cols));
+        float m = static_cast<float>(testing::rowMeanExact(x, static_cast<int64_t>(r), cols));
         double d = 2.0 * (std::nextafter(std::fabs(m), INFINITY) - std::fabs(m));
         double fromMean = d * d * static_cast<double>(cols) / static_cast<double>(cols - 1);
         if (isStd) fromMean = want > 0 ? fromMean / (2 * want) : std::sqrt(fromMean);
