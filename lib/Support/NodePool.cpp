@@ -1,11 +1,14 @@
 // The node pool (NodePool.h): per-thread bump allocation in 64 KiB slabs, each recycled whole once
-// every block carved from it is free, and a small per-thread cache of freed blocks per size.
+// every block carved from it is free, and a small per-thread cache of freed blocks per size. Free
+// slabs past the warm limit keep their address but offer their pages back (MADV_FREE).
 #include "lazyjit/Support/NodePool.h"
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
+
+#include <sys/mman.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define LAZYJIT_POOL_BYPASS 1
@@ -21,8 +24,8 @@ namespace {
 
 constexpr size_t kGranule = 16;
 constexpr size_t kSlabBytes = size_t{64} << 10;
-/// Slabs kept for reuse once free; beyond this many, a free slab goes back to the system.
-constexpr size_t kMaxIdleSlabs = 4096; // 256 MiB
+/// Free slabs kept warm for reuse; beyond this many, a free slab's pages are offered back.
+std::atomic<size_t> gMaxWarmSlabs{4096}; // 256 MiB
 /// A slab's live count while it is some thread's current slab: no number of frees brings it to
 /// zero (a slab holds at most 4096 blocks), so only retiring it can.
 constexpr uint32_t kCurrentBias = uint32_t{1} << 30;
@@ -42,7 +45,8 @@ std::atomic<size_t> gReserved{0};
 
 struct Shared {
   std::mutex mu;
-  std::vector<Slab *> idle; ///< free slabs
+  std::vector<Slab *> warm; ///< free slabs, pages as they were
+  std::vector<Slab *> cold; ///< free slabs whose pages were offered back with MADV_FREE
 };
 
 Shared &shared() {
@@ -54,11 +58,20 @@ void recycle(Slab *slab) {
   Shared &s = shared();
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.idle.size() < kMaxIdleSlabs) {
-      s.idle.push_back(slab);
+    if (s.warm.size() < gMaxWarmSlabs.load(std::memory_order_relaxed)) {
+      s.warm.push_back(slab);
       return;
     }
   }
+#ifdef MADV_FREE
+  // The slab is aligned to its size (a multiple of the page size), so the range is whole pages of
+  // this slab only. Its contents are dead: carving it again rewrites every block it hands out.
+  if (madvise(static_cast<void *>(slab), kSlabBytes, MADV_FREE) == 0) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.cold.push_back(slab);
+    return;
+  }
+#endif
   ::operator delete(static_cast<void *>(slab), std::align_val_t{kSlabBytes});
   gReserved.fetch_sub(kSlabBytes, std::memory_order_relaxed);
 }
@@ -67,11 +80,13 @@ Slab *freshSlab() {
   Shared &s = shared();
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (!s.idle.empty()) {
-      Slab *slab = s.idle.back();
-      s.idle.pop_back();
-      return slab;
-    }
+    // warm slabs first; a cold one may still have its pages (then it costs no fault either)
+    for (std::vector<Slab *> *list : {&s.warm, &s.cold})
+      if (!list->empty()) {
+        Slab *slab = list->back();
+        list->pop_back();
+        return slab;
+      }
   }
   void *mem = ::operator new(kSlabBytes, std::align_val_t{kSlabBytes});
   gReserved.fetch_add(kSlabBytes, std::memory_order_relaxed);
@@ -229,7 +244,13 @@ uint64_t nodePoolAllocations() { return tl.allocations; }
 size_t nodePoolIdleSlabs() {
   Shared &s = shared();
   std::lock_guard<std::mutex> lock(s.mu);
-  return s.idle.size();
+  return s.warm.size() + s.cold.size();
 }
+size_t nodePoolColdSlabs() {
+  Shared &s = shared();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.cold.size();
+}
+size_t setNodePoolWarmSlabs(size_t slabs) { return gMaxWarmSlabs.exchange(slabs); }
 
 } // namespace lazyjit

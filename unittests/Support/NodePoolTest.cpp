@@ -1,7 +1,8 @@
 // NodePool: the graph nodes' allocator. Blocks never overlap and keep what is written to them; a
-// freed graph's slabs are reused by the next one instead of growing the pool; blocks may be freed
-// on another thread, and a thread that exits gives its slab and its kept blocks back; sizes above
-// the pooled range go to operator new.
+// freed graph's slabs are reused by the next one instead of growing the pool, also past the limit
+// of slabs kept warm (their pages offered back to the system); blocks may be freed on another
+// thread, and a thread that exits gives its slab and its kept blocks back; sizes above the pooled
+// range go to operator new.
 #include "lazyjit/Support/NodePool.h"
 
 #include <doctest/doctest.h>
@@ -73,6 +74,22 @@ TEST_CASE("a freed graph's slabs are carved again instead of growing the pool") 
   CHECK(nodePoolIdleSlabs() > 0); // the freed blocks emptied their slabs
   for (unsigned round = 0; round < 5; ++round) checkAndFree(fill(20000, round), round);
   CHECK(nodePoolReservedBytes() == reserved);
+}
+
+TEST_CASE("free slabs past the warm limit stay the pool's, their pages offered back, and are carved again") {
+  if (bypassed()) return;
+  checkAndFree(fill(20000, 5), 5);
+  size_t reserved = nodePoolReservedBytes();
+  size_t limit = setNodePoolWarmSlabs(2);
+  // the graph takes every free slab; freeing it keeps two warm and offers the rest back
+  checkAndFree(fill(20000, 6), 6);
+  CHECK(nodePoolIdleSlabs() - nodePoolColdSlabs() <= 2);
+  CHECK(nodePoolColdSlabs() > 0);
+  CHECK(nodePoolReservedBytes() == reserved);
+  // the cold slabs are carved again (the pool does not grow) and their blocks keep what is written
+  for (unsigned round = 0; round < 3; ++round) checkAndFree(fill(20000, 7 + round), 7 + round);
+  CHECK(nodePoolReservedBytes() == reserved);
+  setNodePoolWarmSlabs(limit);
 }
 
 TEST_CASE("consecutive blocks are carved next to each other") {
