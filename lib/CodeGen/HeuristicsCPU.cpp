@@ -416,15 +416,31 @@ bool gatherPackedTile(Kernel &k) {
 // weights, read across it, packed into panels), the rows become the tile, and each output
 // combination is scattered once after the reduce (Kernel::scatterOutput), which its hundreds of
 // steps amortize. A C++ model of the layout ran W7 at 331-369 GFLOP/s against 271-273 for the padded
-// one (bench/RESULTS.md). Tried on a copy; returns whether it applied.
+// one (bench/RESULTS.md).
+//
+// On AVX2 it also pays where the rows fill whole vectors, when no input is masked: a convolution
+// over a window of 3 or 5 reads the input at a sliding offset, and the channel vector (8 or 16 of
+// 32 or 64 channels) reuses each broadcast value more than the rows' vector reuses each weight.
+// Measured on AVX2 (GFLOP/s, scattered vs rows as the vector): W10's transposed convolutions,
+// rows of 24 and of 8, 158-161 vs 43-63 and 141-143 vs 61-123; W7 without its padding 114-150 vs
+// 103; but W7 padded 63-75 vs 95-101 (each broadcast value is then a gated load). Rows of 10,
+// which AVX2 cannot pad to a vector, 93 vs 8 unvectorized. Tried on a copy; returns whether it
+// applied.
 bool scatterTile(Kernel &k, size_t vec, size_t tile) {
   if (!k.reduceop || !varsFromAst(*k.ast).empty() || k.bufs[0]->bufferDType() != dtypes::float32) return false;
+  bool wide = k.opts.vectorBits >= 512;
   int64_t lanes = k.opts.vectorBits / 32;
   int64_t vsize = k.fullShape()[vec].asInt(), tsize = k.fullShape()[tile].asInt();
+  bool masked = std::any_of(k.sts.begin(), k.sts.end(), [](const ShapeTracker &st) {
+    return std::any_of(st.views.begin(), st.views.end(), [](const View &v) { return v.hasMask(); });
+  });
+  if (vsize % lanes == 0 && (wide || masked)) return false;
   // (and 4 to 8 rows per tile: with 2, a tile's accumulators do not hide the multiply-adds'
   // latency and the gathered panel costs more than the padding saves; x @ W for 10 outputs ran 3x
-  // slower scattered, W10's second convolution, rows of 20 in tiles of 4, 1.6x faster)
-  if (vsize % lanes == 0 || tsize % lanes != 0 || (vsize % 8 != 0 && vsize % 6 != 0 && vsize % 4 != 0)) return false;
+  // slower scattered, W10's second convolution, rows of 20 in tiles of 4, 1.6x faster; on AVX2, 10
+  // rows in tiles of 2 all the same, for want of padding)
+  bool rowsDivide = vsize % 8 == 0 || vsize % 6 == 0 || vsize % 4 == 0 || (!wide && vsize % 5 == 0);
+  if (tsize % lanes != 0 || !rowsDivide) return false;
   std::optional<int64_t> steps = cpu_heuristics::reduceLoopSteps(k);
   if (!steps || *steps < 64) return false;
   Kernel c = k;
