@@ -52,7 +52,7 @@ FusionFlags FusionFlags::forLevel(int opt) {
   // gives the CPU's convolution kernels layouts they run 1.6x slower (W10: 782 vs 482 ms/step)
   auto make = [](int l) {
     bool push = l == 3 || l == 4;
-    return FusionFlags{l >= 1, l >= 1, l >= 1, l >= 1, l >= 2, l >= 2, push, push, l == 4, l >= 5};
+    return FusionFlags{l >= 1, l >= 1, l >= 1, l >= 1, l >= 2, l >= 2, push, push, l == 4, l >= 5, l >= 5};
   };
   // every Tensor op asks for its level's flags: a table, not ten comparisons per op
   static const FusionFlags levels[] = {make(0), make(1), make(2), make(3), make(4), make(5)};

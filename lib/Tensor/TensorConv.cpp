@@ -2,6 +2,7 @@
 // as extra axes, through repeat/shrink/reshape), avg_pool2d, max_pool2d, conv2d as a pooling op,
 // and conv_transpose2d.
 #include "TensorInternals.h"
+#include "lazyjit/Tensor/Function.h"
 
 #include <algorithm>
 #include <numeric>
@@ -11,12 +12,108 @@ namespace lazyjit {
 using TI = TensorInternals;
 
 namespace {
+
 std::vector<int64_t> pairOf(const std::vector<int64_t> &v, size_t n, const char *op, const char *what) {
   if (v.size() == 1) return std::vector<int64_t>(n, v[0]);
   LAZYJIT_USER_CHECK(v.size() == n, ShapeError, "{}: expected 1 or {} {} values, got {}", op, n, what,
                      v.size());
   return v;
 }
+
+/// conv_transpose2d; with `contiguousInput` the convolution it reduces to reads its padded input
+/// from a buffer written out first instead of through masks.
+Tensor convTranspose(const Tensor &self, const Tensor &weight, const std::optional<Tensor> &bias, int64_t groups,
+                     const std::vector<int64_t> &strideIn, const std::vector<int64_t> &dilationIn,
+                     const std::vector<int64_t> &paddingIn, const std::vector<int64_t> &outputPaddingIn,
+                     bool contiguousInput) {
+  LAZYJIT_USER_CHECK(weight.ndim() >= 3 && self.ndim() == weight.ndim(), ShapeError,
+                     "conv_transpose2d: input {} does not match the weights {}", describe(self),
+                     describe(weight));
+  std::vector<int64_t> HW;
+  for (int64_t i = 2; i < weight.ndim(); ++i) HW.push_back(weight.shape()[i].asInt());
+  size_t nhw = HW.size();
+  std::vector<int64_t> trailing;
+  for (int64_t i = 3; i <= weight.ndim(); ++i) trailing.push_back(i);
+  int64_t w0 = weight.shape()[0].asInt(), w1 = weight.shape()[1].asInt();
+  LAZYJIT_USER_CHECK(groups >= 1 && w0 % groups == 0 && pyEq(self.shape()[1], w0), ShapeError,
+                     "conv_transpose2d: input {} does not match the weights {} with groups={} ({} vs. {})",
+                     describe(self), describe(weight), groups, w0, self.shape()[1].render());
+  Shape wr{groups, w0 / groups, w1};
+  for (int64_t h : HW) wr.push_back(h);
+  std::vector<int64_t> wp{0, 2, 1};
+  wp.insert(wp.end(), trailing.begin(), trailing.end());
+  Tensor x = self;
+  Tensor w = weight.reshape(wr).permute(wp).flip(trailing);
+  std::vector<int64_t> stride = pairOf(strideIn, nhw, "conv_transpose2d", "stride");
+  if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; })) {
+    Shape s1(x.shape().begin(), x.shape().begin() + 2);
+    for (size_t i = 2; i < x.shape().size(); ++i) {
+      s1.push_back(x.shape()[i]);
+      s1.push_back(1);
+    }
+    x = x.reshape(s1);
+    std::vector<std::optional<SIntPair>> p{SIntPair(0, 0), SIntPair(0, 0)};
+    for (int64_t s : stride) {
+      p.emplace_back(SIntPair(0, 0));
+      p.emplace_back(SIntPair(0, s - 1));
+    }
+    x = x.pad(p);
+    Shape s2(x.shape().begin(), x.shape().begin() + 2);
+    for (size_t i = 0; i < nhw; ++i) s2.push_back(x.shape()[2 + 2 * i] * stride[i]);
+    x = x.reshape(s2);
+    std::vector<std::optional<SIntPair>> shr{SIntPair(0, x.shape()[0]), SIntPair(0, x.shape()[1])};
+    for (size_t i = 0; i < nhw; ++i) shr.emplace_back(SIntPair(0, x.shape()[2 + i] - (stride[i] - 1)));
+    x = x.shrink(shr);
+  }
+  std::vector<int64_t> dil = pairOf(dilationIn, nhw, "conv_transpose2d", "dilation");
+  std::vector<int64_t> pad = pairOf(paddingIn, nhw, "conv_transpose2d", "padding");
+  std::vector<int64_t> opad = pairOf(outputPaddingIn, nhw, "conv_transpose2d", "output_padding");
+  std::vector<int64_t> padding;
+  for (size_t j = nhw; j-- > 0;) {
+    padding.push_back((HW[j] - 1) * dil[j] - pad[j]);
+    padding.push_back((HW[j] - 1) * dil[j] - pad[j] + opad[j]);
+  }
+  Shape wf{w.shape()[0] * w.shape()[1]};
+  wf.insert(wf.end(), w.shape().begin() + 2, w.shape().end());
+  if (!contiguousInput) return x.conv2d(w.reshape(wf), bias, groups, {1}, dilationIn, padding);
+  // the padded (and strided) input written out once: the convolution then reads it without masks
+  // (`padding` is in pad2d's order already: the last dimension's first)
+  return x.pad2d(padding).contiguous().conv2d(w.reshape(wf), bias, groups, {1}, dilationIn, {0});
+}
+
+// OPT=5 (FusionFlags::convInputGradient): a convolution's input gradient as one transposed
+// convolution of the output's gradient (what PyTorch's backward computes). Through the pooling
+// op's movement ops the autograd builds it as a window-sized intermediate, [bs, cin, oy, ox, kh,
+// kw] (655 MB for W10's second convolution), which a second kernel sums back over the overlapping
+// windows. Here the gradient is padded and written out once (a copy about its size: the
+// convolution then reads it without masks, which the CPU's channel-vector layout needs to run at
+// speed, HeuristicsCPU.cpp scatterTile) and one convolution kernel writes the input's gradient.
+// The convolution's output passes through unchanged: its own graph, over the detached input, gives
+// the weight's and the bias's gradients.
+struct ConvInputGradientFn : Function {
+  int64_t groups;
+  std::vector<int64_t> stride, dilation, padding, outputPadding;
+  LazyBufferRef weight;
+  ConvInputGradientFn(int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> dilation,
+                      std::vector<int64_t> padding, std::vector<int64_t> outputPadding)
+      : groups(groups), stride(std::move(stride)), dilation(std::move(dilation)), padding(std::move(padding)),
+        outputPadding(std::move(outputPadding)) {}
+  std::string_view name() const override { return "ConvInputGradient"; }
+  /// Inputs: the convolution's output (over the detached input), the input, the weight.
+  LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
+    weight = in[2];
+    return in[0];
+  }
+  std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override {
+    LazyBufferRef dx;
+    if (needsInputGrad(1))
+      dx = convTranspose(Tensor(g), Tensor(weight), std::nullopt, groups, stride, dilation, padding, outputPadding,
+                         true)
+               .lazydata();
+    return {g, dx, nullptr};
+  }
+};
+
 } // namespace
 
 Tensor TensorInternals::pool(const Tensor &self, const char *op, const std::vector<int64_t> &k_,
@@ -191,6 +288,26 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
     }
     std::reverse(padding_.begin(), padding_.end());
   }
+  if (requiresGrad() == true && !noGrad && configuredGraphOptions().fusion.convInputGradient) {
+    // the transposed convolution takes one padding per dimension: both sides must match
+    std::vector<int64_t> dimPad, s_ = pairOf(stride, nhw, "conv2d", "stride"),
+                                 d_ = pairOf(dilation, nhw, "conv2d", "dilation");
+    for (size_t j = 0; j < nhw; ++j) {
+      size_t at = 2 * (nhw - 1 - j); // pad2d order: the last dimension's (begin, end) first
+      if (padding_[at] == padding_[at + 1]) dimPad.push_back(padding_[at]);
+    }
+    if (dimPad.size() == nhw) {
+      Tensor y = Tensor(lazydata(), std::nullopt, false).conv2d(weight, bias, groups, stride, dilation, padding);
+      // the output padding gives back the rows and columns that no window reached
+      std::vector<int64_t> outPad;
+      for (size_t j = 0; j < nhw; ++j) {
+        int64_t in = shape()[2 + j].asInt(), out = y.shape()[2 + j].asInt();
+        outPad.push_back(in - ((out - 1) * s_[j] - 2 * dimPad[j] + d_[j] * (HW[j] - 1) + 1));
+      }
+      return Function::apply(std::make_shared<ConvInputGradientFn>(groups, s_, d_, dimPad, outPad),
+                             {y, *this, weight});
+    }
+  }
   // conv2d is a pooling op (with padding)
   Tensor x = TI::pool(pad2d(padding_), "conv2d", HW, stride, dilation); // (bs, groups*cin, oy, ox, H, W)
   int64_t rcout = cout / groups;
@@ -226,56 +343,7 @@ Tensor Tensor::convTranspose2d(Tensor weight, std::optional<Tensor> bias, int64_
                                const std::vector<int64_t> &strideIn, const std::vector<int64_t> &dilationIn,
                                const std::vector<int64_t> &paddingIn,
                                const std::vector<int64_t> &outputPaddingIn) const & {
-  LAZYJIT_USER_CHECK(weight.ndim() >= 3 && ndim() == weight.ndim(), ShapeError,
-                     "conv_transpose2d: input {} does not match the weights {}", describe(*this),
-                     describe(weight));
-  std::vector<int64_t> HW;
-  for (int64_t i = 2; i < weight.ndim(); ++i) HW.push_back(weight.shape()[i].asInt());
-  size_t nhw = HW.size();
-  std::vector<int64_t> trailing;
-  for (int64_t i = 3; i <= weight.ndim(); ++i) trailing.push_back(i);
-  int64_t w0 = weight.shape()[0].asInt(), w1 = weight.shape()[1].asInt();
-  LAZYJIT_USER_CHECK(groups >= 1 && w0 % groups == 0 && pyEq(shape()[1], w0), ShapeError,
-                     "conv_transpose2d: input {} does not match the weights {} with groups={} ({} vs. {})",
-                     describe(*this), describe(weight), groups, w0, shape()[1].render());
-  Shape wr{groups, w0 / groups, w1};
-  for (int64_t h : HW) wr.push_back(h);
-  std::vector<int64_t> wp{0, 2, 1};
-  wp.insert(wp.end(), trailing.begin(), trailing.end());
-  Tensor x = *this;
-  Tensor w = weight.reshape(wr).permute(wp).flip(trailing);
-  std::vector<int64_t> stride = pairOf(strideIn, nhw, "conv_transpose2d", "stride");
-  if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; })) {
-    Shape s1(x.shape().begin(), x.shape().begin() + 2);
-    for (size_t i = 2; i < x.shape().size(); ++i) {
-      s1.push_back(x.shape()[i]);
-      s1.push_back(1);
-    }
-    x = x.reshape(s1);
-    std::vector<std::optional<SIntPair>> p{SIntPair(0, 0), SIntPair(0, 0)};
-    for (int64_t s : stride) {
-      p.emplace_back(SIntPair(0, 0));
-      p.emplace_back(SIntPair(0, s - 1));
-    }
-    x = x.pad(p);
-    Shape s2(x.shape().begin(), x.shape().begin() + 2);
-    for (size_t i = 0; i < nhw; ++i) s2.push_back(x.shape()[2 + 2 * i] * stride[i]);
-    x = x.reshape(s2);
-    std::vector<std::optional<SIntPair>> shr{SIntPair(0, x.shape()[0]), SIntPair(0, x.shape()[1])};
-    for (size_t i = 0; i < nhw; ++i) shr.emplace_back(SIntPair(0, x.shape()[2 + i] - (stride[i] - 1)));
-    x = x.shrink(shr);
-  }
-  std::vector<int64_t> dil = pairOf(dilationIn, nhw, "conv_transpose2d", "dilation");
-  std::vector<int64_t> pad = pairOf(paddingIn, nhw, "conv_transpose2d", "padding");
-  std::vector<int64_t> opad = pairOf(outputPaddingIn, nhw, "conv_transpose2d", "output_padding");
-  std::vector<int64_t> padding;
-  for (size_t j = nhw; j-- > 0;) {
-    padding.push_back((HW[j] - 1) * dil[j] - pad[j]);
-    padding.push_back((HW[j] - 1) * dil[j] - pad[j] + opad[j]);
-  }
-  Shape wf{w.shape()[0] * w.shape()[1]};
-  wf.insert(wf.end(), w.shape().begin() + 2, w.shape().end());
-  return x.conv2d(w.reshape(wf), bias, groups, {1}, dilationIn, padding);
+  return convTranspose(*this, weight, bias, groups, strideIn, dilationIn, paddingIn, outputPaddingIn, false);
 }
 
 } // namespace lazyjit

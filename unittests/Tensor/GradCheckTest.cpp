@@ -14,6 +14,7 @@
 // closed form (the gradient is split evenly between tied maxima), not by differences, because the
 // function has a kink there.
 #include "lazyjit/NN/Layers.h"
+#include "lazyjit/Support/Config.h"
 #include "lazyjit/Tensor/Function.h"
 #include "TensorTestUtil.h"
 
@@ -577,6 +578,39 @@ std::vector<GradCase> nnCases() {
   };
 }
 
+/// The convolutions of nnCases() and a few more, for OPT=5, where a convolution whose input needs a
+/// gradient computes it as one transposed convolution (ConvInputGradient, TensorConv.cpp) when
+/// its padding is the same on both sides of each dimension, and through the pooling op otherwise.
+std::vector<GradCase> convCasesAtOpt5() {
+  std::vector<GradCase> out;
+  for (GradCase c : nnCases()) {
+    if (c.name.rfind("conv", 0) != 0) continue;
+    if (c.name.rfind("conv2d", 0) == 0 && c.name.find("asymmetric") == std::string::npos)
+      c.gradFn = "ConvInputGradient";
+    out.push_back(std::move(c));
+  }
+  std::vector<GradCase> more{
+      {"conv2d stride 2 padding 1 (one row and column reached by no window)",
+       {in({1, 2, 6, 6}, 601), in({3, 2, 3, 3}, 602), in({3}, 603)},
+       FN(return x[0].conv2d(x[1], x[2], 1, {2}, {1}, {1});),
+       "ConvInputGradient"},
+      {"conv2d stride 2 dilation 2 padding 2", {in({1, 1, 7, 7}, 604), in({2, 1, 2, 2}, 605)},
+       FN(return x[0].conv2d(x[1], std::nullopt, 1, {2}, {2}, {2});),
+       "ConvInputGradient"},
+      {"conv2d groups 2 stride (2, 1) padding (1, 0)", {in({2, 4, 5, 4}, 606), in({4, 2, 3, 2}, 607)},
+       FN(return x[0].conv2d(x[1], std::nullopt, 2, {2, 1}, {1}, {1, 0});),
+       "ConvInputGradient"},
+      {"conv2d 3-d (N, C, D, H, W) padding 1", {in({1, 2, 3, 3, 3}, 608), in({2, 2, 2, 2, 2}, 609)},
+       FN(return x[0].conv2d(x[1], std::nullopt, 1, {1}, {1}, {1});),
+       "ConvInputGradient"},
+      {"conv2d after exp (the input is computed)", {in({1, 2, 4, 4}, 610, -1, 1), in({2, 2, 3, 3}, 611)},
+       FN(return x[0].exp().conv2d(x[1]);),
+       "ConvInputGradient"},
+  };
+  for (GradCase &c : more) out.push_back(std::move(c));
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("GradCheck: every differentiable primitive matches finite differences") { runAll(primitiveCases()); }
@@ -597,6 +631,14 @@ TEST_CASE("GradCheck: movement, indexing, gather, cat/stack and triangles match 
 TEST_CASE("GradCheck: pooling, convolution, matmul, normalization, attention, losses and dropout "
           "match finite differences") {
   runAll(nnCases());
+}
+
+TEST_CASE("GradCheck: at OPT=5 convolutions, their input gradients one transposed convolution, match finite "
+          "differences") {
+  Config cfg = config();
+  cfg.opt = 5;
+  ScopedConfig scope(cfg);
+  runAll(convCasesAtOpt5());
 }
 
 TEST_CASE("GradCheck: pow with a reversed tensor operand computes operand ** self") {

@@ -12,11 +12,13 @@ struct Config;
 
 /// The fusion flags of an OPT level (lazy.py). Levels 0-4 are the reference's; level 5 is level 2
 /// plus `rowFusion` (Schedule.cpp: reductions over a row and the element-wise work between them in
-/// one kernel), on devices that lower such kernels.
+/// one kernel), on devices that lower such kernels, and `convInputGradient` (TensorConv.cpp: a
+/// convolution's input gradient as one transposed convolution, not a window-sized intermediate
+/// summed back by a second kernel).
 struct FusionFlags {
   bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
   bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;
-  bool rowFusion;
+  bool rowFusion, convInputGradient;
   static FusionFlags forLevel(int opt);
   bool operator==(const FusionFlags &) const = default;
 };
