@@ -81,36 +81,71 @@ Tensor convTranspose(const Tensor &self, const Tensor &weight, const std::option
   return x.pad2d(padding).contiguous().conv2d(w.reshape(wf), bias, groups, {1}, dilationIn, {0});
 }
 
-// OPT=5 (FusionFlags::convInputGradient): a convolution's input gradient as one transposed
-// convolution of the output's gradient (what PyTorch's backward computes). Through the pooling
-// op's movement ops the autograd builds it as a window-sized intermediate, [bs, cin, oy, ox, kh,
-// kw] (655 MB for W10's second convolution), which a second kernel sums back over the overlapping
-// windows. Here the gradient is padded and written out once (a copy about its size: the
-// convolution then reads it without masks, which the CPU's channel-vector layout needs to run at
-// speed, HeuristicsCPU.cpp scatterTile) and one convolution kernel writes the input's gradient.
-// The convolution's output passes through unchanged: its own graph, over the detached input, gives
-// the weight's and the bias's gradients.
-struct ConvInputGradientFn : Function {
+// OPT=5 (FusionFlags::convGradients): a convolution's input and weight gradients computed directly,
+// as PyTorch's backward does, instead of through the pooling op's movement ops.
+// - The input's: the transposed convolution of the output's gradient g. Through the movement ops
+//   the autograd builds a window-sized intermediate, [bs, cin, oy, ox, kh, kw] (655 MB for W10's
+//   second convolution), which a second kernel sums back over the overlapping windows. Here g is
+//   padded and written out once (a copy about its size: the convolution then reads it without
+//   masks, which the CPU's channel-vector layout needs to run at speed, HeuristicsCPU.cpp
+//   scatterTile) and one convolution kernel writes the input's gradient.
+// - The weight's: dw[o, c, k] = sum over (n, oy, ox) of g[n, o, oy, ox] * x's window at k, one
+//   reduction as the reference's, but over g written out channels-last (a copy of its size) and
+//   producing [c, kh, kw, o]: the output channels are then contiguous in the output and in g, the
+//   CPU's vector axis, and the window's columns a register tile (W10's weight gradients: 41, 30 and
+//   114 ms a step as dot products along ow, 10, 9 and 55 with this layout).
+// The convolution's output passes through unchanged; it is computed over the input and the weight
+// detached where their gradient is computed here (the bias, and an input or weight whose gradient
+// cannot be, keep theirs from its graph).
+struct ConvGradientFn : Function {
   int64_t groups;
-  std::vector<int64_t> stride, dilation, padding, outputPadding;
-  LazyBufferRef weight;
-  ConvInputGradientFn(int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> dilation,
-                      std::vector<int64_t> padding, std::vector<int64_t> outputPadding)
-      : groups(groups), stride(std::move(stride)), dilation(std::move(dilation)), padding(std::move(padding)),
-        outputPadding(std::move(outputPadding)) {}
-  std::string_view name() const override { return "ConvInputGradient"; }
-  /// Inputs: the convolution's output (over the detached input), the input, the weight.
+  std::vector<int64_t> stride, dilation, padding, outputPadding, pad2dPadding, kernel;
+  bool directInput, directWeight;
+  LazyBufferRef x, weight;
+  std::string_view name() const override { return "ConvGradient"; }
+  /// Inputs: the convolution's output, the input, the weight.
   LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
-    weight = in[2];
+    if (directInput) weight = in[2];
+    if (directWeight) x = in[1];
     return in[0];
   }
   std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override {
-    LazyBufferRef dx;
-    if (needsInputGrad(1))
+    LazyBufferRef dx, dw;
+    if (directInput && needsInputGrad(1))
       dx = convTranspose(Tensor(g), Tensor(weight), std::nullopt, groups, stride, dilation, padding, outputPadding,
                          true)
                .lazydata();
-    return {g, dx, nullptr};
+    if (directWeight && needsInputGrad(2)) dw = weightGradient(Tensor(g)).lazydata();
+    return {g, dx, dw};
+  }
+
+private:
+  Tensor weightGradient(const Tensor &gt) const {
+    size_t nhw = kernel.size();
+    Tensor xp = TI::pool(Tensor(x).pad2d(pad2dPadding), "conv2d", kernel, stride, dilation); // [n, c, *o, *k]
+    int64_t n = xp.shape()[0].asInt(), o = gt.shape()[1].asInt();
+    std::vector<int64_t> toLast{0};
+    for (size_t j = 0; j < nhw; ++j) toLast.push_back(static_cast<int64_t>(2 + j));
+    toLast.push_back(1);
+    Tensor gl = gt.permute(toLast).contiguous(); // [n, *o, cout]
+    Shape xs(xp.shape().begin(), xp.shape().end()), gs{n, 1};
+    xs.push_back(1);
+    for (size_t j = 0; j < nhw; ++j) gs.push_back(gt.shape()[2 + j]);
+    gs.insert(gs.end(), nhw, SInt(1));
+    gs.push_back(o);
+    Tensor prod = xp.reshape(xs).mul(gl.reshape(gs)); // [n, c, *o, *k, cout]
+    // to [c, *k, cout, n, *o] and summed over the last 1 + nhw axes
+    std::vector<int64_t> perm{1};
+    for (size_t j = 0; j < nhw; ++j) perm.push_back(static_cast<int64_t>(2 + nhw + j));
+    perm.push_back(static_cast<int64_t>(2 + 2 * nhw));
+    perm.push_back(0);
+    for (size_t j = 0; j < nhw; ++j) perm.push_back(static_cast<int64_t>(2 + j));
+    std::vector<int64_t> sumAxes;
+    for (size_t j = 0; j <= nhw; ++j) sumAxes.push_back(static_cast<int64_t>(2 + nhw + j));
+    Tensor dwT = prod.permute(perm).sum(sumAxes); // [c, *k, cout]
+    std::vector<int64_t> back{static_cast<int64_t>(1 + nhw), 0};
+    for (size_t j = 0; j < nhw; ++j) back.push_back(static_cast<int64_t>(1 + j));
+    return dwT.permute(back); // [cout, c, *k]
   }
 };
 
@@ -288,24 +323,32 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
     }
     std::reverse(padding_.begin(), padding_.end());
   }
-  if (requiresGrad() == true && !noGrad && configuredGraphOptions().fusion.convInputGradient) {
+  if (!noGrad && configuredGraphOptions().fusion.convGradients) {
+    auto fn = std::make_shared<ConvGradientFn>();
+    fn->groups = groups;
+    fn->stride = pairOf(stride, nhw, "conv2d", "stride");
+    fn->dilation = pairOf(dilation, nhw, "conv2d", "dilation");
+    fn->kernel = HW;
+    fn->pad2dPadding = padding_;
     // the transposed convolution takes one padding per dimension: both sides must match
-    std::vector<int64_t> dimPad, s_ = pairOf(stride, nhw, "conv2d", "stride"),
-                                 d_ = pairOf(dilation, nhw, "conv2d", "dilation");
     for (size_t j = 0; j < nhw; ++j) {
       size_t at = 2 * (nhw - 1 - j); // pad2d order: the last dimension's (begin, end) first
-      if (padding_[at] == padding_[at + 1]) dimPad.push_back(padding_[at]);
+      if (padding_[at] == padding_[at + 1]) fn->padding.push_back(padding_[at]);
     }
-    if (dimPad.size() == nhw) {
-      Tensor y = Tensor(lazydata(), std::nullopt, false).conv2d(weight, bias, groups, stride, dilation, padding);
+    fn->directInput = requiresGrad() == true && fn->padding.size() == nhw;
+    fn->directWeight = weight.requiresGrad() == true && groups == 1;
+    if (fn->directInput || fn->directWeight) {
+      Tensor xIn = fn->directInput ? Tensor(lazydata(), std::nullopt, false) : *this;
+      Tensor wIn = fn->directWeight ? Tensor(weight.lazydata(), std::nullopt, false) : weight;
+      Tensor y = xIn.conv2d(wIn, bias, groups, stride, dilation, padding);
       // the output padding gives back the rows and columns that no window reached
-      std::vector<int64_t> outPad;
-      for (size_t j = 0; j < nhw; ++j) {
-        int64_t in = shape()[2 + j].asInt(), out = y.shape()[2 + j].asInt();
-        outPad.push_back(in - ((out - 1) * s_[j] - 2 * dimPad[j] + d_[j] * (HW[j] - 1) + 1));
-      }
-      return Function::apply(std::make_shared<ConvInputGradientFn>(groups, s_, d_, dimPad, outPad),
-                             {y, *this, weight});
+      if (fn->directInput)
+        for (size_t j = 0; j < nhw; ++j) {
+          int64_t in = shape()[2 + j].asInt(), out = y.shape()[2 + j].asInt();
+          fn->outputPadding.push_back(
+              in - ((out - 1) * fn->stride[j] - 2 * fn->padding[j] + fn->dilation[j] * (HW[j] - 1) + 1));
+        }
+      return Function::apply(std::move(fn), {y, *this, weight});
     }
   }
   // conv2d is a pooling op (with padding)

@@ -578,34 +578,41 @@ std::vector<GradCase> nnCases() {
   };
 }
 
-/// The convolutions of nnCases() and a few more, for OPT=5, where a convolution whose input needs a
-/// gradient computes it as one transposed convolution (ConvInputGradient, TensorConv.cpp) when
-/// its padding is the same on both sides of each dimension, and through the pooling op otherwise.
+/// The convolutions of nnCases() and a few more, for OPT=5, where a convolution computes its input's
+/// gradient as one transposed convolution when its padding is the same on both sides of each
+/// dimension, and its weight's as one reduction over the output's gradient written out
+/// channels-last when it has one group (ConvGradient, TensorConv.cpp); the other gradients come
+/// through the pooling op's graph, as at OPT=2.
 std::vector<GradCase> convCasesAtOpt5() {
   std::vector<GradCase> out;
   for (GradCase c : nnCases()) {
     if (c.name.rfind("conv", 0) != 0) continue;
-    if (c.name.rfind("conv2d", 0) == 0 && c.name.find("asymmetric") == std::string::npos)
-      c.gradFn = "ConvInputGradient";
+    c.gradFn = "ConvGradient"; // (every one has a gradient to compute directly)
     out.push_back(std::move(c));
   }
   std::vector<GradCase> more{
       {"conv2d stride 2 padding 1 (one row and column reached by no window)",
        {in({1, 2, 6, 6}, 601), in({3, 2, 3, 3}, 602), in({3}, 603)},
        FN(return x[0].conv2d(x[1], x[2], 1, {2}, {1}, {1});),
-       "ConvInputGradient"},
+       "ConvGradient"},
       {"conv2d stride 2 dilation 2 padding 2", {in({1, 1, 7, 7}, 604), in({2, 1, 2, 2}, 605)},
        FN(return x[0].conv2d(x[1], std::nullopt, 1, {2}, {2}, {2});),
-       "ConvInputGradient"},
+       "ConvGradient"},
       {"conv2d groups 2 stride (2, 1) padding (1, 0)", {in({2, 4, 5, 4}, 606), in({4, 2, 3, 2}, 607)},
        FN(return x[0].conv2d(x[1], std::nullopt, 2, {2, 1}, {1}, {1, 0});),
-       "ConvInputGradient"},
+       "ConvGradient"},
       {"conv2d 3-d (N, C, D, H, W) padding 1", {in({1, 2, 3, 3, 3}, 608), in({2, 2, 2, 2, 2}, 609)},
        FN(return x[0].conv2d(x[1], std::nullopt, 1, {1}, {1}, {1});),
-       "ConvInputGradient"},
+       "ConvGradient"},
       {"conv2d after exp (the input is computed)", {in({1, 2, 4, 4}, 610, -1, 1), in({2, 2, 3, 3}, 611)},
        FN(return x[0].exp().conv2d(x[1]);),
-       "ConvInputGradient"},
+       "ConvGradient"},
+      {"conv2d groups 2, asymmetric padding (both gradients through the pooling op)",
+       {in({1, 4, 4, 3}, 612), in({2, 2, 2, 2}, 613), in({2}, 614)},
+       FN(return x[0].conv2d(x[1], x[2], 2, {1}, {1}, {1, 0, 0, 1});)},
+      {"conv2d with the weight computed, 3x1 kernel stride (1, 2)", {in({2, 3, 5, 6}, 615), in({4, 3, 3, 1}, 616, -1, 1)},
+       FN(return x[0].conv2d(x[1].exp(), std::nullopt, 1, {1, 2});),
+       "ConvGradient"},
   };
   for (GradCase &c : more) out.push_back(std::move(c));
   return out;

@@ -13,8 +13,8 @@ namespace lazyjit {
 /// kernel synchronized), cache hits and reduce splits, 3 each scheduled item, 4 LLVM IR, PTX and
 /// the GPU heuristics' choices. Levels 5 to 7 log what 4 does.
 inline constexpr int kMaxDebugLevel = 7;
-/// The highest OPT level: 0-4 are the reference's, 5 is 2 plus row fusion and a convolution's input
-/// gradient as one transposed convolution (docs/architecture.md).
+/// The highest OPT level: 0-4 are the reference's, 5 is 2 plus row fusion and a convolution's
+/// gradients computed directly (docs/architecture.md).
 inline constexpr int kMaxOptLevel = 5;
 
 struct Config {
