@@ -582,7 +582,9 @@ std::vector<GradCase> nnCases() {
 /// gradient as one transposed convolution when its padding is the same on both sides of each
 /// dimension, and its weight's as one reduction over the output's gradient written out
 /// channels-last when it has one group (ConvGradient, TensorConv.cpp); the other gradients come
-/// through the pooling op's graph, as at OPT=2.
+/// through the pooling op's graph, as at OPT=2. With 64 or more multiply-adds per input element
+/// (output channels per group x the window) a padded input is written out first, so the
+/// convolution itself has no padding.
 std::vector<GradCase> convCasesAtOpt5() {
   std::vector<GradCase> out;
   for (GradCase c : nnCases()) {
@@ -606,6 +608,14 @@ std::vector<GradCase> convCasesAtOpt5() {
        "ConvGradient"},
       {"conv2d after exp (the input is computed)", {in({1, 2, 4, 4}, 610, -1, 1), in({2, 2, 3, 3}, 611)},
        FN(return x[0].exp().conv2d(x[1]);),
+       "ConvGradient"},
+      {"conv2d padding 1, 8 output channels (the padded input written out first)",
+       {in({1, 2, 4, 4}, 617), in({8, 2, 3, 3}, 618), in({8}, 619)},
+       FN(return x[0].conv2d(x[1], x[2], 1, {1}, {1}, {1});),
+       "ConvGradient"},
+      {"conv2d groups 2, asymmetric padding, 16 output channels (the padded input written out first)",
+       {in({1, 4, 4, 3}, 620), in({16, 2, 3, 3}, 621)},
+       FN(return x[0].conv2d(x[1], std::nullopt, 2, {1}, {1}, {1, 0, 2, 1});),
        "ConvGradient"},
       {"conv2d groups 2, asymmetric padding (both gradients through the pooling op)",
        {in({1, 4, 4, 3}, 612), in({2, 2, 2, 2}, 613), in({2}, 614)},

@@ -12,14 +12,14 @@ struct Config;
 
 /// The fusion flags of an OPT level (lazy.py). Levels 0-4 are the reference's; level 5 is level 2
 /// plus `rowFusion` (Schedule.cpp: reductions over a row and the element-wise work between them in
-/// one kernel), on devices that lower such kernels, and `convGradients` (TensorConv.cpp: a
-/// convolution's input gradient as one transposed convolution, not a window-sized intermediate
-/// summed back by a second kernel, and its weight gradient over the output's gradient written out
-/// channels-last).
+/// one kernel), on devices that lower such kernels, and `convLayouts` (TensorConv.cpp: a
+/// convolution's padded input written out once, its input gradient as one transposed convolution
+/// instead of a window-sized intermediate summed back by a second kernel, and its weight gradient
+/// over the output's gradient written out channels-last).
 struct FusionFlags {
   bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
   bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;
-  bool rowFusion, convGradients;
+  bool rowFusion, convLayouts;
   static FusionFlags forLevel(int opt);
   bool operator==(const FusionFlags &) const = default;
 };

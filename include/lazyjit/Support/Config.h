@@ -14,7 +14,7 @@ namespace lazyjit {
 /// the GPU heuristics' choices. Levels 5 to 7 log what 4 does.
 inline constexpr int kMaxDebugLevel = 7;
 /// The highest OPT level: 0-4 are the reference's, 5 is 2 plus row fusion and a convolution's
-/// gradients computed directly (docs/architecture.md).
+/// layouts: its gradients computed directly, a padded input written out once (docs/architecture.md).
 inline constexpr int kMaxOptLevel = 5;
 
 struct Config {
