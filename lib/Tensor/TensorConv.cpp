@@ -99,10 +99,12 @@ Tensor convTranspose(const Tensor &self, const Tensor &weight, const std::option
 // detached where their gradient is computed here (the bias, and an input or weight whose gradient
 // cannot be, keep theirs from its graph).
 struct ConvGradientFn : Function {
-  int64_t groups;
-  std::vector<int64_t> stride, dilation, padding, outputPadding, pad2dPadding, kernel;
-  bool directInput, directWeight;
-  LazyBufferRef x, weight;
+  int64_t groups = 1;
+  std::vector<int64_t> stride, dilation, kernel;
+  std::vector<int64_t> pad2dPadding;          ///< conv2d's, in pad2d's order (the weight's pool)
+  std::vector<int64_t> padding, outputPadding; ///< per dimension (the transposed convolution)
+  bool directInput = false, directWeight = false;
+  LazyBufferRef x, weight; ///< what backward needs: the input for the weight's, the weight for the input's
   std::string_view name() const override { return "ConvGradient"; }
   /// Inputs: the convolution's output, the input, the weight.
   LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
