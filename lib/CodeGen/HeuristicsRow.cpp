@@ -62,8 +62,10 @@ void chooseRowMoments(Kernel &k) {
 
 void applyCPURowHeuristics(Kernel &k) {
   k.rowScratch = true;
-  // the output pass stores whole vectors of the last row axis: a cache line each, written past the
-  // caches when the output is large (it is not read again by this kernel; the row's inputs are)
+  // the output pass stores whole vectors of the last row axis, written past the caches when the
+  // output is large (it is not read again by this kernel; the row's inputs are) and its rows are
+  // whole cache lines: one vector per line on AVX-512, two on AVX2 (consecutive stores, which the
+  // write-combining buffer merges into one line)
   DType out = k.bufs[0]->bufferDType();
   if (!(out == dtypes::float32 || out == dtypes::float64) || !allFloat(k)) return;
   const SInt &last = k.fullShape().back();
@@ -73,7 +75,8 @@ void applyCPURowHeuristics(Kernel &k) {
   bool whole = last.asInt() % lanes == 0;
   if (!whole && static_cast<int>(k.shapeLen()) - k.rowStart != 1) return;
   k.rowLanes = lanes;
-  k.streamingStores = whole && lanes * out.itemsize() == 64 && outputBytes(k) >= kStreamingStoreBytes;
+  k.streamingStores = whole && 64 % (lanes * out.itemsize()) == 0 && last.asInt() * out.itemsize() % 64 == 0 &&
+                      outputBytes(k) >= kStreamingStoreBytes;
   // (in vectors only: a scalar pass would pay a division per element for the pass it saves)
   chooseRowMoments(k);
   chooseRowPipelining(k);

@@ -333,15 +333,16 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
     b.CreateMaskedScatter(x.v, out->lanePtrs, align, valid->isNum() ? splat(b.getTrue()) : maskFor(valid));
     return;
   }
-  // a streaming store needs a whole, aligned cache line: buffers are 64-byte aligned, so the
-  // first lane's index must be a multiple of the lane count
+  // a streaming store writes an aligned part of a cache line whose other parts the same loop
+  // writes next (whole lines: HeuristicsRow.cpp, HeuristicsCPU.cpp): buffers are 64-byte aligned,
+  // so the first lane's index must be a multiple of the lane count
   int64_t lineBytes = lanes * outDt.itemsize();
   SInt rem = mod(SInt(out->base), SInt(lanes));
   bool aligned = rem.isInt() ? rem.asInt() == 0 : rem.node()->isNum() && rem.node()->num == 0;
-  bool streaming = k.streamingStores && valid->isNum() && lineBytes == 64 && aligned;
+  bool streaming = k.streamingStores && valid->isNum() && 64 % lineBytes == 0 && aligned;
   note("store buffer 0: <{} x {}>{}", lanes, outDt.name(), streaming ? ", streaming" : valid->isNum() ? "" : ", masked");
   if (streaming) {
-    StoreInst *st = b.CreateAlignedStore(x.v, p, Align(64));
+    StoreInst *st = b.CreateAlignedStore(x.v, p, Align(lineBytes));
     st->setMetadata(LLVMContext::MD_nontemporal, MDNode::get(ctx, ConstantAsMetadata::get(b.getInt32(1))));
     streamed = true;
     return;
