@@ -415,6 +415,23 @@ bool gatherPackedTile(Kernel &k) {
   return false;
 }
 
+// Whether an input of the reduce that moves along the vector axis is also moved by a reduce axis
+// less than a vector's span: a convolution's window sliding over its input rows (stride and
+// dilation included), as opposed to B of A @ B, which a reduce step moves by a whole row.
+bool slidingWindow(const Kernel &k, size_t vec, int64_t lanes) {
+  std::vector<bool> inReduce = reduceInputs(k);
+  for (size_t i = 1; i < k.bufs.size(); ++i) {
+    if (k.bufs[i]->op == Op::Const || !inReduce[i]) continue;
+    auto sv = strideOf(k, i, vec);
+    if (!sv || *sv == 0) continue;
+    for (size_t r = static_cast<size_t>(k.firstReduce()); r < k.shapeLen(); ++r) {
+      auto sr = strideOf(k, i, r);
+      if (sr && *sr != 0 && std::abs(*sr) < std::abs(*sv) * lanes) return true;
+    }
+  }
+  return false;
+}
+
 // A convolution in NCHW: the output's contiguous axis (its rows, 56 wide) would be padded to whole
 // vectors, wasting lanes in every multiply-add, while the tile's axis (the output channels, a
 // multiple of 16) needs no padding. The two swap roles: the vector runs along the channels (the
@@ -423,13 +440,15 @@ bool gatherPackedTile(Kernel &k) {
 // steps amortize. A C++ model of the layout ran W7 at 331-369 GFLOP/s against 271-273 for the padded
 // one (bench/RESULTS.md).
 //
-// On AVX2 it also pays where the rows fill whole vectors, when no input is masked: a convolution
-// over a window of 3 or 5 reads the input at a sliding offset, and the channel vector (8 or 16 of
-// 32 or 64 channels) reuses each broadcast value more than the rows' vector reuses each weight.
-// Measured on AVX2 (GFLOP/s, scattered vs rows as the vector): W10's transposed convolutions,
-// rows of 24 and of 8, 158-161 vs 43-63 and 141-143 vs 61-123; W7 without its padding 114-150 vs
-// 103; but W7 padded 63-75 vs 95-101 (each broadcast value is then a gated load). Rows of 10,
-// which AVX2 cannot pad to a vector, 93 vs 8 unvectorized. Tried on a copy; returns whether it
+// On AVX2 it also pays where the rows fill whole vectors, when no input is masked and the input
+// read along the rows slides with the window (slidingWindow): a convolution over a window of 3 or
+// 5 reads the input at a sliding offset, and the channel vector (8 or 16 of 32 or 64 channels)
+// reuses each broadcast value more than the rows' vector reuses each weight. Measured on AVX2
+// (GFLOP/s, scattered vs rows as the vector): W10's transposed convolutions, rows of 24 and of 8,
+// 158-161 vs 43-63 and 141-143 vs 61-123; W7 without its padding 114-150 vs 103; but W7 padded
+// 63-75 vs 95-101 (each broadcast value is then a gated load). Rows of 10, which AVX2 cannot pad
+// to a vector, 93 vs 8 unvectorized. A @ B, whose B moves a whole row per reduce step, runs faster
+// with N as the vector: W6 (B = 256) 6.5-6.6 vs 7.3-7.9 ms. Tried on a copy; returns whether it
 // applied.
 bool scatterTile(Kernel &k, size_t vec, size_t tile) {
   if (!k.reduceop || !varsFromAst(*k.ast).empty() || k.bufs[0]->bufferDType() != dtypes::float32) return false;
@@ -439,7 +458,7 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile) {
   bool masked = std::any_of(k.sts.begin(), k.sts.end(), [](const ShapeTracker &st) {
     return std::any_of(st.views.begin(), st.views.end(), [](const View &v) { return v.hasMask(); });
   });
-  if (vsize % lanes == 0 && (wide || masked)) return false;
+  if (vsize % lanes == 0 && (wide || masked || !slidingWindow(k, vec, lanes))) return false;
   // (and 4 to 8 rows per tile: with 2, a tile's accumulators do not hide the multiply-adds'
   // latency and the gathered panel costs more than the padding saves; x @ W for 10 outputs ran 3x
   // slower scattered, W10's second convolution, rows of 20 in tiles of 4, 1.6x faster; on AVX2, 10
