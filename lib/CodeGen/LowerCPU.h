@@ -140,6 +140,10 @@ private:
   llvm::IntegerType *vecIndexType(const Node &n);
   Value *maskFor(const NodeRef &valid);
   Val laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, int64_t lanes) override;
+  /// A vector load under `valid`: a branch on its lane-invariant conjuncts around `load`, which is
+  /// given the conjuncts that vary across the lanes (null when none).
+  Value *guardedLoad(const NodeRef &valid, llvm::Type *vt, const char *name,
+                     const std::function<Value *(const NodeRef &laneValid)> &load);
   Value *gather(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, const NodeRef &valid);
   /// Each lane's address of buffer `memIdx` at `idx` (bounds-checked under `mask`, null: every lane).
   Value *laneAddresses(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, Value *mask);

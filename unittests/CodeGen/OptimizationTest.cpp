@@ -142,6 +142,20 @@ TEST_CASE("CPU optimizations: a matmul times a mask of its output's shape keeps 
   }
 }
 
+namespace {
+
+// The LLVM IR of the last kernel of `t`'s schedule, which must write its output with streaming
+// stores.
+std::string streamedKernelIR(const Tensor &t) {
+  auto sched = schedule(t.lazydata());
+  REQUIRE(sched.back().isKernel());
+  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
+  CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
+  return emitKernelText(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()), IRStage::LLVM);
+}
+
+} // namespace
+
 TEST_CASE("CPU optimizations: large element-wise outputs are written with streaming stores") {
   // 4 Mi float32 outputs (16 MiB) stream; the values equal the unoptimized kernel's
   const int64_t n = int64_t(4) << 20;
@@ -154,11 +168,7 @@ TEST_CASE("CPU optimizations: large element-wise outputs are written with stream
   for (size_t i = 0; i < ref.size(); ++i) bad += ref[i] != opt[i];
   CHECK(bad == 0);
 
-  auto sched = schedule(build().lazydata());
-  REQUIRE(sched.back().isKernel());
-  KernelSignature sig = describeKernel(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()));
-  CHECK(sig.kernelSummary.find("stores streaming") != std::string::npos);
-  std::string ir = emitKernelText(sched.back().ast, TargetSpec::host(), CompileOptions::from(config()), IRStage::LLVM);
+  std::string ir = streamedKernelIR(build());
   CHECK(ir.find("!nontemporal") != std::string::npos);
   CHECK(ir.find("align 64, !nontemporal") != std::string::npos);
   CHECK(ir.find("sfence") != std::string::npos);
@@ -175,6 +185,37 @@ TEST_CASE("CPU optimizations: large element-wise outputs are written with stream
   CHECK(oddSig.kernelSummary.find("stores streaming") == std::string::npos);
   std::vector<float> oddRef = runWith(true, oddBuild, nullptr), oddOpt = runWith(false, oddBuild, nullptr);
   CHECK(oddRef == oddOpt);
+}
+
+TEST_CASE("CPU optimizations: a streamed concatenation branches around each input's rows") {
+  // cat along axis 0 reads each input under a guard that does not vary across a vector's lanes
+  // (the row's side of the seam): the vector load sits behind a branch on it, not under a mask,
+  // so no masked load runs with every lane off at an address outside its buffer (a microcode
+  // assist per vector: 36 ms for this cat, against 0.8 ms). Along axis 1 the seam falls between
+  // vectors as well. The values equal the unoptimized kernel's and the inputs'.
+  const int64_t rows = 2048, cols = 1024; // 16 MiB of float32 output: streamed, upcast by 16 lanes
+  Tensor x = rnd({rows, cols}, 31), y = rnd({rows, cols}, 32);
+  for (int64_t dim : {0, 1}) {
+    CAPTURE(dim);
+    auto build = [&] { return x.cat({y}, dim); };
+    std::vector<float> ref = runWith(true, build, nullptr);
+    std::vector<float> opt = runWith(false, build, nullptr);
+    CHECK(ref == opt);
+    std::vector<float> xs = x.toVector<float>(), ys = y.toVector<float>();
+    REQUIRE(opt.size() == xs.size() + ys.size());
+    size_t bad = 0;
+    for (int64_t r = 0; r < (dim == 0 ? 2 * rows : rows); ++r)
+      for (int64_t c = 0; c < (dim == 0 ? cols : 2 * cols); ++c) {
+        bool first = dim == 0 ? r < rows : c < cols;
+        int64_t sr = dim == 0 && !first ? r - rows : r, sc = dim == 1 && !first ? c - cols : c;
+        float want = (first ? xs : ys)[static_cast<size_t>(sr * cols + sc)];
+        bad += opt[static_cast<size_t>(r * (dim == 0 ? cols : 2 * cols) + c)] != want;
+      }
+    CHECK(bad == 0);
+    std::string ir = streamedKernelIR(build());
+    CHECK(ir.find("llvm.masked.load") == std::string::npos);
+    CHECK(ir.find("label %load, label %load.cont") != std::string::npos);
+  }
 }
 
 TEST_CASE("CPU optimizations: streaming kernels with exp2/log2/sin call glibc's vector math") {
