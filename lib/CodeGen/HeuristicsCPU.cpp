@@ -236,6 +236,42 @@ bool gatherVectorize(Kernel &k) {
   return true;
 }
 
+// An element-wise kernel with no vector axis because an input is read across the output's
+// contiguous axis (a transpose: x.T.contiguous(), NCHW <-> NHWC, x.T + x): a tile of 8 x 8 over
+// the output's contiguous axis and the axis that input reads contiguously, unrolled, so that each
+// input line the tile reads serves 8 outputs in one iteration instead of one output per pass
+// down a column. Measured on AVX2 (2 threads, times the copy of x * c in the same process):
+// 2048 x 2048 transposed 20x -> 2.6x; [16, 64, 64, 64] permuted (0, 2, 3, 1) 8.1x -> 2.0x and
+// (0, 3, 1, 2) 4.1x -> 2.0x; x.T + x 20x -> 3.2x. The tile's last axis is the input's contiguous
+// one, so the lowering unrolls it: vectorizing the output's axis instead gathered the input lane by
+// lane (1.6-4.0x), and 8 x 4 or 4 x 8 tiles ran 2.0-5.1x.
+bool transposeTile(Kernel &k) {
+  if (k.reduceop || !varsFromAst(*k.ast).empty()) return false;
+  int n = static_cast<int>(k.shapeLen()) - k.upcasted;
+  int o = -1;
+  for (int a = n - 1; a >= 0 && o < 0; --a)
+    if (strideOf(k, 0, a) == 1 && k.fullShape()[a].asInt() >= 4) o = a;
+  if (o < 0) return false;
+  int along = -1;
+  for (size_t i = 1; i < k.bufs.size() && along < 0; ++i) {
+    if (k.bufs[i]->op == Op::Const) continue;
+    auto so = strideOf(k, i, o);
+    if (so && (*so == 0 || *so == 1)) continue;
+    for (int a = n - 1; a >= 0 && along < 0; --a)
+      if (a != o && strideOf(k, i, a) == 1 && k.fullShape()[a].asInt() >= 4) along = a;
+  }
+  if (along < 0) return false;
+  int64_t ro = largestDivisor(k.fullShape()[o].asInt(), {8, 4});
+  int64_t ra = largestDivisor(k.fullShape()[along].asInt(), {8, 4});
+  if (ro < 4 || ra < 4) return false;
+  // the output's axis first (an axis upcast whole disappears, moving the later ones down)
+  bool removed = ro == k.fullShape()[o].asInt();
+  k.applyOpt({OptOp::Upcast, o, ro});
+  if (removed && o < along) --along;
+  k.applyOpt({OptOp::Upcast, along, ra});
+  return true;
+}
+
 // Dot products along a short reduce axis that every input reads contiguously or not at all (a
 // conv's weight gradient: outputs [cout, cin, kh, kw] over the batch and the image, whose only
 // output vector axis, kw, has 3 or 5 elements, while ow is contiguous in both inputs). The reduce
@@ -499,6 +535,7 @@ void applyCPUHeuristics(Kernel &k) {
     if (gatherPackedTile(k)) return;
     if (tileDotProducts(k, wide)) return;
     if (!transcendental && concrete && gatherVectorize(k)) return;
+    if (transposeTile(k)) return;
     // no vector axis: unroll a small last reduce axis, as the reference does
     if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {
       size_t last = k.shapeLen() - k.upcasted - 1;

@@ -56,6 +56,7 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
   Tensor img20 = rnd({2, 3, 24, 24}, 17), w5 = rnd({6, 3, 5, 5}, 18), cols25 = rnd({48, 25}, 19);
   Tensor gx = rnd({2, 8, 10, 10}, 20), gw = rnd({16, 8, 3, 3}, 21);
   Tensor mask = rnd({64, 96}, 22).gt(0);
+  Tensor sq = rnd({96, 96}, 23), t4 = rnd({2, 16, 8, 12}, 24);
   // a conv layer's input or weight gradient (relu keeps the output gradient a real buffer)
   auto convGrad = [&](bool input) {
     Tensor x = gx.detach().setRequiresGrad(true), w = gw.detach().setRequiresGrad(true);
@@ -87,6 +88,13 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       {"matmul with 25 columns", [&] { return a.matmul(cols25); }, {}},
       {"conv weight gradient (dot products along ow)", [&] { return convGrad(false); }, {}},
       {"conv input gradient (col2im: gathers through a view stack)", [&] { return convGrad(true); }, {}},
+      // transposes: tiles of the output's contiguous axis x the axis the input reads contiguously
+      {"transpose 64x48 (8 x 8 tiles)", [&] { return a.transpose(0, 1).contiguous(); }, {OptOp::Upcast}},
+      {"batched transpose", [&] { return big.transpose(1, 2).contiguous(); }, {OptOp::Upcast}},
+      {"x.T + x", [&] { return sq.transpose(0, 1).add(sq); }, {OptOp::Upcast}},
+      {"NCHW -> NHWC with 12 columns (8 x 4 tiles)", [&] { return t4.permute({0, 2, 3, 1}).contiguous(); },
+       {OptOp::Upcast}},
+      {"odd transpose 13x7 (no tile)", [&] { return odd1.transpose(0, 1).contiguous(); }, {}},
   };
   for (const auto &cs : cases) {
     CAPTURE(cs.name);
