@@ -272,6 +272,24 @@ bool transposeTile(Kernel &k) {
   return true;
 }
 
+// A reduce over a buffer that is not float (an integer or bool input or output, which the vector
+// lowering does not take: argmax's index buffer, a count of matches) down the columns of its
+// input: the output axis that every input reads contiguously or not at all is upcast, unrolled in
+// scalars, so that each step of the reduce reads a run of a row instead of one element per row.
+// argmax along axis 0 of 2048 x 2048: 18 -> 7.1 ms (a plain column max, vectorized, takes 1).
+// Returns whether it applied.
+bool columnTile(Kernel &k) {
+  if (!k.reduceop || !varsFromAst(*k.ast).empty()) return false;
+  auto vec = findVectorAxis(k, 4);
+  if (!vec) return false;
+  size_t lastRed = k.shapeLen() - k.upcasted - 1;
+  if (static_cast<int>(lastRed) < k.firstReduce() || unitOrBroadcastAlong(k, lastRed)) return false;
+  int64_t w = largestDivisor(k.fullShape()[*vec].asInt(), {16, 8, 4});
+  if (w < 4) return false;
+  k.applyOpt({OptOp::Upcast, static_cast<int64_t>(*vec), w});
+  return true;
+}
+
 // Dot products along a short reduce axis that every input reads contiguously or not at all (a
 // conv's weight gradient: outputs [cout, cin, kh, kw] over the batch and the image, whose only
 // output vector axis, kw, has 3 or 5 elements, while ow is contiguous in both inputs). The reduce
@@ -519,7 +537,11 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile) {
 } // namespace
 
 void applyCPUHeuristics(Kernel &k) {
-  if (k.shapeLen() == 0 || !allFloat(k)) return;
+  if (k.shapeLen() == 0) return;
+  if (!allFloat(k)) {
+    columnTile(k);
+    return;
+  }
   bool transcendental = hasTranscendental(*k.ast);
   bool wide = k.opts.vectorBits >= 512;
   bool concrete = varsFromAst(*k.ast).empty(); // no symbolic sizes

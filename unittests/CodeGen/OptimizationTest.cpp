@@ -95,6 +95,9 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       {"NCHW -> NHWC with 12 columns (8 x 4 tiles)", [&] { return t4.permute({0, 2, 3, 1}).contiguous(); },
        {OptOp::Upcast}},
       {"odd transpose 13x7 (no tile)", [&] { return odd1.transpose(0, 1).contiguous(); }, {}},
+      // an int buffer (argmax's indices) keeps the vector lowering out: the column tile unrolled
+      {"argmax over columns", [&] { return col.argmax(0).cast(dtypes::float32); }, {OptOp::Upcast}},
+      {"argmax over rows", [&] { return col.argmax(1).cast(dtypes::float32); }, {}},
   };
   for (const auto &cs : cases) {
     CAPTURE(cs.name);
