@@ -581,12 +581,15 @@ void applyCPUHeuristics(Kernel &k) {
     }
     return;
   }
-  // a row reduction over a contiguous axis is vectorized by LLVM along the reduce loop
+  // a row reduction over a contiguous axis is vectorized by LLVM along the reduce loop, unless
+  // that axis is shorter than a vector (a depthwise convolution's window: the output's axis is the
+  // vector then; 3 x 3 over [32, 64, 56, 56] with padding 1 13.3 -> 1.6-1.8 ms, 5 x 5 67 -> 10-12)
   if (k.reduceop) {
     size_t lastRed = k.shapeLen() - k.upcasted - 1;
     bool contiguousReduce = unitOrBroadcastAlong(k, lastRed);
+    bool shortReduce = isIntSize(k, lastRed) && k.fullShape()[lastRed].asInt() < 8;
     auto tile = findTileAxis(k, *vec);
-    if (contiguousReduce && !tile) return;
+    if (contiguousReduce && !tile && !shortReduce) return;
   }
 
   // (found before padding: a second mask on a padded input hides its strides)

@@ -57,6 +57,7 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
   Tensor gx = rnd({2, 8, 10, 10}, 20), gw = rnd({16, 8, 3, 3}, 21);
   Tensor mask = rnd({64, 96}, 22).gt(0);
   Tensor sq = rnd({96, 96}, 23), t4 = rnd({2, 16, 8, 12}, 24);
+  Tensor dw = rnd({8, 1, 3, 3}, 25), dwx = rnd({2, 8, 12, 16}, 26);
   // a conv layer's input or weight gradient (relu keeps the output gradient a real buffer)
   auto convGrad = [&](bool input) {
     Tensor x = gx.detach().setRequiresGrad(true), w = gw.detach().setRequiresGrad(true);
@@ -98,6 +99,8 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       // an int buffer (argmax's indices) keeps the vector lowering out: the column tile unrolled
       {"argmax over columns", [&] { return col.argmax(0).cast(dtypes::float32); }, {OptOp::Upcast}},
       {"argmax over rows", [&] { return col.argmax(1).cast(dtypes::float32); }, {}},
+      // a reduce shorter than a vector along its contiguous axis: the output's axis is the vector
+      {"depthwise conv 3x3 pad 1", [&] { return dwx.conv2d(dw, std::nullopt, 8, {1}, {1}, {1}); }, {OptOp::Upcast}},
   };
   for (const auto &cs : cases) {
     CAPTURE(cs.name);
