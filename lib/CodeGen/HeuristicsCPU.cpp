@@ -290,6 +290,40 @@ bool columnTile(Kernel &k) {
   return true;
 }
 
+// A reduce over several axes whose last, of 8 to 32 elements, every input reads contiguously or
+// not at all, with the output's innermost axis right after it in some input (x.sum((0, 2)) over
+// [64, 2048, 32], batchnorm's statistics over [N, C, L]): each output's inner loop read one run of
+// the row and the next reduce step jumped to another row, 32 floats per jump. Upcasting the output
+// axis and unrolling the run whole makes each step read the runs of 8 outputs back to back, as dot
+// products along the run (the lowering's dot-product vector mode). Summed over (0, 2):
+// [64, 2048, 32] 4.2 -> 0.33 ms, [256, 2048, 8] 4.7 -> 0.30 ms (a copy of the input: 0.8). Runs of
+// 64 already read a line per output (0.45 ms). Returns whether it applied.
+bool blockRowRuns(Kernel &k) {
+  if (!k.reduceop || k.upcasted) return false;
+  int fr = k.firstReduce(), lastRed = static_cast<int>(k.shapeLen()) - 1, o = fr - 1;
+  if (o < 0 || lastRed <= fr || !isIntSize(k, lastRed) || !isIntSize(k, o)) return false;
+  int64_t run = k.fullShape()[lastRed].asInt();
+  if (run < 8 || run > 32 || !unitOrBroadcastAlong(k, static_cast<size_t>(lastRed))) return false;
+  bool adjacent = false;
+  for (size_t i = 1; i < k.bufs.size(); ++i) {
+    if (k.bufs[i]->op == Op::Const) continue;
+    auto so = strideOf(k, i, static_cast<size_t>(o)), sr = strideOf(k, i, static_cast<size_t>(lastRed));
+    if (!so || !sr) return false;
+    adjacent = adjacent || (*sr == 1 && *so == run);
+  }
+  int64_t u = largestDivisor(k.fullShape()[o].asInt(), {8, 4});
+  if (!adjacent || u < 4) return false;
+  Kernel t = k;
+  try {
+    t.applyOpt({OptOp::Upcast, o, u});
+    t.applyOpt({OptOp::Unroll, lastRed - t.firstReduce(), 0});
+  } catch (const UnsupportedError &) {
+    return false;
+  }
+  k = std::move(t);
+  return true;
+}
+
 // Dot products along a short reduce axis that every input reads contiguously or not at all (a
 // conv's weight gradient: outputs [cout, cin, kh, kw] over the batch and the image, whose only
 // output vector axis, kw, has 3 or 5 elements, while ow is contiguous in both inputs). The reduce
@@ -557,6 +591,7 @@ void applyCPUHeuristics(Kernel &k) {
     if (gatherPackedTile(k)) return;
     if (tileDotProducts(k, wide)) return;
     if (!transcendental && concrete && gatherVectorize(k)) return;
+    if (!transcendental && concrete && blockRowRuns(k)) return;
     if (transposeTile(k)) return;
     // no vector axis: unroll a small last reduce axis, as the reference does
     if (k.reduceop && k.firstReduce() < static_cast<int>(k.shapeLen()) - k.upcasted) {

@@ -58,6 +58,7 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
   Tensor mask = rnd({64, 96}, 22).gt(0);
   Tensor sq = rnd({96, 96}, 23), t4 = rnd({2, 16, 8, 12}, 24);
   Tensor dw = rnd({8, 1, 3, 3}, 25), dwx = rnd({2, 8, 12, 16}, 26);
+  Tensor runs = rnd({6, 40, 12}, 27);
   // a conv layer's input or weight gradient (relu keeps the output gradient a real buffer)
   auto convGrad = [&](bool input) {
     Tensor x = gx.detach().setRequiresGrad(true), w = gw.detach().setRequiresGrad(true);
@@ -101,6 +102,9 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       {"argmax over rows", [&] { return col.argmax(1).cast(dtypes::float32); }, {}},
       // a reduce shorter than a vector along its contiguous axis: the output's axis is the vector
       {"depthwise conv 3x3 pad 1", [&] { return dwx.conv2d(dw, std::nullopt, 8, {1}, {1}, {1}); }, {OptOp::Upcast}},
+      // a reduce over (0, 2) of [N, C, L]: runs of L read for 8 outputs back to back
+      {"sum over axes 0 and 2", [&] { return runs.sum(std::vector<int64_t>{0, 2}); }, {OptOp::Upcast, OptOp::Unroll}},
+      {"max over axes 0 and 2", [&] { return runs.max(std::vector<int64_t>{0, 2}); }, {OptOp::Upcast, OptOp::Unroll}},
   };
   for (const auto &cs : cases) {
     CAPTURE(cs.name);
