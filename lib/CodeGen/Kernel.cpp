@@ -324,9 +324,7 @@ std::optional<ShapeTracker> widenBroadcast(const ShapeTracker &st, int64_t axis,
     if (!(pyEq(b, 0) && pyEq(e, old))) return std::nullopt;
     e = size;
   }
-  ShapeTracker out = st;
-  out.views.back() = View::create(shape, v.strides, v.offset, mask);
-  return out;
+  return st.withLast(View::create(shape, v.strides, v.offset, mask));
 }
 
 } // namespace

@@ -88,9 +88,69 @@ NodeRef exprIdxsOfView(const View &view, const std::vector<NodeRef> &idxs) {
   return sumNodes(ret);
 }
 
+ViewStack::ViewStack(Views views) {
+  if (views.empty()) return;
+  auto r = std::allocate_shared<Rep>(NodePoolAllocator<Rep>());
+  r->views = std::move(views);
+  rep = std::move(r);
+}
+
+const Views &ViewStack::list() const {
+  static const Views none;
+  return rep ? rep->views : none;
+}
+
+size_t ViewStack::hash() const {
+  if (!rep) return 0;
+  size_t h = rep->hash.load(std::memory_order_relaxed);
+  if (h) return h;
+  h = rep->views.size();
+  for (const auto &v : rep->views) hashCombine(h, v.hash());
+  if (h == 0) h = 1; // 0 marks "not computed"
+  rep->hash.store(h, std::memory_order_relaxed);
+  return h;
+}
+
+bool ViewStack::operator==(const ViewStack &o) const {
+  if (rep == o.rep) return true;
+  if (size() != o.size() || hash() != o.hash()) return false;
+  return rep->views == o.rep->views;
+}
+
+namespace {
+/// The plain trackers of the last few concrete shapes made on this thread: an element-wise op's
+/// output takes its shape's plain layout, so a chain of them shares one tracker.
+struct PlainTrackers {
+  static constexpr size_t kEntries = 4;
+  ViewStack entries[kEntries];
+  size_t next = 0;
+
+  const ViewStack *find(const Shape &shape) const {
+    for (const auto &e : entries) {
+      if (e.empty()) continue;
+      const Shape &s = e.back().shape;
+      if (s.size() != shape.size()) continue;
+      bool same = true;
+      for (size_t i = 0; i < s.size() && same; ++i) same = s[i].asInt() == shape[i].asInt();
+      if (same) return &e;
+    }
+    return nullptr;
+  }
+};
+thread_local PlainTrackers plainTrackers;
+} // namespace
+
 ShapeTracker ShapeTracker::fromShape(const Shape &shape) {
-  ShapeTracker st; // (a braced list would copy the view: two vectors more per buffer)
-  st.views.push_back(View::create(shape));
+  bool concrete = std::all_of(shape.begin(), shape.end(), [](const SInt &s) { return s.isInt(); });
+  if (concrete)
+    if (const ViewStack *hit = plainTrackers.find(shape)) return ShapeTracker{*hit};
+  Views v;
+  v.push_back(View::create(shape));
+  ShapeTracker st{ViewStack(std::move(v))};
+  if (concrete) {
+    plainTrackers.entries[plainTrackers.next] = st.views;
+    plainTrackers.next = (plainTrackers.next + 1) % PlainTrackers::kEntries;
+  }
   return st;
 }
 
@@ -101,38 +161,34 @@ int64_t ShapeTracker::size() const {
   return ret.asInt() + 1;
 }
 
-static ShapeTracker replaceLast(const ShapeTracker &st, View v) {
-  // the views below the last one, then `v` (copying the whole tracker would copy the last view's
-  // vectors only to free them)
-  ShapeTracker out;
-  out.views.reserve(st.views.size());
-  out.views.insert(out.views.end(), st.views.begin(), st.views.end() - 1);
-  out.views.push_back(std::move(v));
-  return out;
+ShapeTracker ShapeTracker::withLast(View v) const {
+  Views out;
+  out.reserve(views.size());
+  out.insert(out.end(), views.begin(), views.end() - 1);
+  out.push_back(std::move(v));
+  return ShapeTracker{ViewStack(std::move(out))};
 }
 
-ShapeTracker ShapeTracker::pad(const PadArg &arg) const { return replaceLast(*this, views.back().pad(arg)); }
-ShapeTracker ShapeTracker::shrink(const PadArg &arg) const {
-  return replaceLast(*this, views.back().shrink(arg));
-}
+ShapeTracker ShapeTracker::pad(const PadArg &arg) const { return withLast(views.back().pad(arg)); }
+ShapeTracker ShapeTracker::shrink(const PadArg &arg) const { return withLast(views.back().shrink(arg)); }
 ShapeTracker ShapeTracker::expand(const Shape &newShape) const {
-  return replaceLast(*this, views.back().expand(newShape));
+  return withLast(views.back().expand(newShape));
 }
 ShapeTracker ShapeTracker::permute(const std::vector<int64_t> &axis) const {
-  return replaceLast(*this, views.back().permute(axis));
+  return withLast(views.back().permute(axis));
 }
 ShapeTracker ShapeTracker::stride(const std::vector<int64_t> &mul) const {
-  return replaceLast(*this, views.back().stride(mul));
+  return withLast(views.back().stride(mul));
 }
 
 ShapeTracker ShapeTracker::reshape(const Shape &newShape, bool mergeView) const {
   if (mergeView)
-    if (auto v = views.back().reshape(newShape)) return replaceLast(*this, std::move(*v));
+    if (auto v = views.back().reshape(newShape)) return withLast(std::move(*v));
   // The size check of View::reshape runs in both paths so a bad reshape always throws.
   if (!mergeView) (void)views.back().reshape(newShape);
-  ShapeTracker out = *this;
-  out.views.push_back(View::create(newShape));
-  return out;
+  Views out(views.begin(), views.end());
+  out.push_back(View::create(newShape));
+  return ShapeTracker{ViewStack(std::move(out))};
 }
 
 // True when an index variable has a top-level `idxK*k` term and also occurs inside another
@@ -168,28 +224,33 @@ static std::optional<View> mergeViews(const View &vm2, const View &vm1) {
   return View::create(vm1.shape, strides, vm2.offset, vm1.mask);
 }
 
-ShapeTracker ShapeTracker::simplify() const & { return ShapeTracker(*this).simplify(); }
-
-ShapeTracker ShapeTracker::simplify() && {
-  while (views.size() >= 2) {
-    auto merged = mergeViews(views[views.size() - 2], views.back());
-    if (!merged) break;
-    views.pop_back();
-    views.back() = std::move(*merged);
+ShapeTracker ShapeTracker::simplify() const & {
+  if (views.size() < 2) return *this;
+  auto merged = mergeViews(views[views.size() - 2], views.back());
+  if (!merged) return *this;
+  Views out(views.begin(), views.end() - 1);
+  out.back() = std::move(*merged);
+  while (out.size() >= 2) {
+    auto m = mergeViews(out[out.size() - 2], out.back());
+    if (!m) break;
+    out.pop_back();
+    out.back() = std::move(*m);
   }
-  return std::move(*this);
+  return ShapeTracker{ViewStack(std::move(out))};
 }
+
+ShapeTracker ShapeTracker::simplify() && { return static_cast<const ShapeTracker &>(*this).simplify(); }
 
 std::pair<NodeRef, NodeRef> ShapeTracker::exprIdxs(std::optional<std::vector<NodeRef>> idxs) const {
   std::vector<NodeRef> ix = idxs ? *idxs : defaultIdxs(shape());
   NodeRef idx = exprIdxsOfView(views.back(), ix);
   NodeRef valid = exprNodeMask(views.back(), idxsToIdx(views.back().shape, ix));
-  return exprThroughViews(views, idx, valid);
+  return exprThroughViews(views.list(), idx, valid);
 }
 
 std::pair<NodeRef, NodeRef> ShapeTracker::exprNode(NodeRef idx) const {
   if (!idx) idx = variable("idx", 0, prod(shape()) - 1);
-  return exprThroughViews(views, exprNodeOfView(views.back(), idx), exprNodeMask(views.back(), idx));
+  return exprThroughViews(views.list(), exprNodeOfView(views.back(), idx), exprNodeMask(views.back(), idx));
 }
 
 std::vector<std::optional<SInt>> ShapeTracker::realStrides(bool ignoreValid) const {
@@ -269,22 +330,14 @@ std::map<std::string, std::pair<NodeRef, int64_t>> ShapeTracker::varVals() const
 }
 
 ShapeTracker ShapeTracker::unbind() const & {
-  ShapeTracker out;
-  for (const auto &v : views) out.views.push_back(v.unbind());
-  return out;
+  // without variables there is nothing to unbind (vars() allocates nothing then): the same views
+  if (vars().empty()) return *this;
+  Views out;
+  for (const auto &v : views) out.push_back(v.unbind());
+  return ShapeTracker{ViewStack(std::move(out))};
 }
 
-ShapeTracker ShapeTracker::unbind() && {
-  // without variables there is nothing to unbind (vars() allocates nothing then)
-  if (vars().empty()) return std::move(*this);
-  return static_cast<const ShapeTracker &>(*this).unbind();
-}
-
-size_t ShapeTracker::hash() const {
-  size_t h = views.size();
-  for (const auto &v : views) hashCombine(h, v.hash());
-  return h;
-}
+ShapeTracker ShapeTracker::unbind() && { return static_cast<const ShapeTracker &>(*this).unbind(); }
 
 std::string ShapeTracker::repr() const {
   std::string s = "ShapeTracker(views=(";

@@ -259,8 +259,9 @@ bool mergesThroughAmbiguousStrides(const ShapeTracker &st) {
       for (const auto &v : t->vars())
         if (std::find(topVars.begin(), topVars.end(), v->key()) != topVars.end()) return true;
     }
-    cur.views.pop_back();
-    cur.views.back() = merged.views[0];
+    Views rest(cur.views.begin(), cur.views.end() - 1);
+    rest.back() = merged.views[0];
+    cur = ShapeTracker{std::move(rest)};
   }
   return false;
 }

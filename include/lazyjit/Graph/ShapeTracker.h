@@ -6,19 +6,56 @@
 #include "lazyjit/Graph/View.h"
 #include "lazyjit/Support/NodePool.h"
 
+#include <atomic>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace lazyjit {
 
-/// The views of a tracker, from the node pool: every node of the lazy graph holds a tracker, and
-/// the pool keeps a node's views next to the node.
+/// A list of views under construction, from the node pool.
 using Views = std::vector<View, NodePoolAllocator<View>>;
 
+/// The views of a tracker: immutable once built and shared by every copy of the tracker, with its
+/// hash computed once. Every node of the lazy graph and every buffer op of a kernel holds a
+/// tracker, and most are copies of another (an element-wise op's output is the plain layout of its
+/// shape, a kernel's leaf is its buffer's tracker): a copy is a reference count, not the views'
+/// vectors of symbolic ints, and equal copies compare by address.
+class ViewStack {
+public:
+  ViewStack() = default;
+  ViewStack(Views views);
+  ViewStack(std::initializer_list<View> views) : ViewStack(Views(views)) {}
+
+  size_t size() const { return rep ? rep->views.size() : 0; }
+  bool empty() const { return size() == 0; }
+  const View &operator[](size_t i) const { return rep->views[i]; }
+  const View &back() const { return rep->views.back(); }
+  const View *begin() const { return rep ? rep->views.data() : nullptr; }
+  const View *end() const { return rep ? rep->views.data() + rep->views.size() : nullptr; }
+  /// The views as a vector (empty when there are none).
+  const Views &list() const;
+
+  bool operator==(const ViewStack &o) const;
+  bool operator!=(const ViewStack &o) const { return !(*this == o); }
+  /// The hash of the views, computed on first use.
+  size_t hash() const;
+  /// True when both hold the same views object (copies of one tracker).
+  bool sameAs(const ViewStack &o) const { return rep == o.rep; }
+
+private:
+  struct Rep {
+    Views views;
+    mutable std::atomic<size_t> hash{0}; ///< 0: not computed yet
+  };
+  std::shared_ptr<const Rep> rep;
+};
+
 struct ShapeTracker {
-  Views views;
+  ViewStack views;
 
   static ShapeTracker fromShape(const Shape &shape);
 
@@ -59,9 +96,12 @@ struct ShapeTracker {
   ShapeTracker unbind() const &;
   ShapeTracker unbind() &&;
 
+  /// `views` with the last one replaced by `v`.
+  ShapeTracker withLast(View v) const;
+
   bool operator==(const ShapeTracker &o) const { return views == o.views; }
   bool operator!=(const ShapeTracker &o) const { return !(*this == o); }
-  size_t hash() const;
+  size_t hash() const { return views.hash(); }
   std::string repr() const;
 };
 

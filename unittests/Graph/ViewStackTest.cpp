@@ -1,0 +1,81 @@
+// A tracker's views are immutable and shared by its copies (ViewStack): copies share one views
+// object, every movement op and simplify() builds a new one and leaves the original as it was,
+// and equality and hashing are by value whichever object holds the views.
+#include "Graph/ShapeTrackerHelpers.h"
+
+#include <doctest/doctest.h>
+
+using namespace lazyjit;
+using namespace lazyjit::testing;
+
+TEST_CASE("ViewStack: copies share the views; movement ops leave the original unchanged") {
+  ShapeTracker a = ShapeTracker::fromShape(toShape({4, 6}));
+  ShapeTracker b = a;
+  CHECK(b.views.sameAs(a.views));
+  std::string before = a.repr();
+
+  ShapeTracker p = a.permute({1, 0});
+  ShapeTracker r = p.reshape(toShape({24}));
+  CHECK(r.views.size() == 2);
+  CHECK(a.repr() == before);
+  CHECK(p.views.size() == 1);
+  CHECK(p.shape() == toShape({6, 4}));
+
+  // simplify of a copy builds new views and leaves the stack it was called on as it was
+  ShapeTracker two = trackerOf({viewOf({2, 4}, {4, 1}), viewOf({8}, {1})});
+  ShapeTracker keep = two;
+  ShapeTracker merged = two.simplify();
+  CHECK(merged.views.size() == 1);
+  CHECK(two.views.size() == 2);
+  CHECK(keep.views.sameAs(two.views));
+  ShapeTracker moved = std::move(keep).simplify();
+  CHECK(moved == merged);
+  CHECK(two.views.size() == 2);
+}
+
+TEST_CASE("ViewStack: equality and hash are by value across separately built stacks") {
+  ShapeTracker x = ShapeTracker::fromShape(toShape({3, 5})).expand(toShape({3, 5}));
+  ShapeTracker y = trackerOf({viewOf({3, 5}, {5, 1})});
+  CHECK_FALSE(x.views.sameAs(y.views));
+  CHECK(x == y);
+  CHECK(x.hash() == y.hash());
+  CHECK(x.hash() == x.hash()); // computed once, then read back
+
+  ShapeTracker z = trackerOf({viewOf({3, 5}, {1, 3})});
+  CHECK(x != z);
+  ShapeTracker padded = x.pad({{SInt(0), SInt(1)}, {SInt(0), SInt(0)}});
+  CHECK(padded != x);
+  CHECK(padded.shape() == toShape({4, 5}));
+  CHECK(x.shape() == toShape({3, 5}));
+
+  // an empty tracker equals only another empty one
+  CHECK(ShapeTracker{} == ShapeTracker{});
+  CHECK(ShapeTracker{} != x);
+}
+
+TEST_CASE("ViewStack: plain trackers of one concrete shape are shared, symbolic ones are built") {
+  ShapeTracker a = ShapeTracker::fromShape(toShape({1024}));
+  ShapeTracker b = ShapeTracker::fromShape(toShape({1024}));
+  CHECK(a.views.sameAs(b.views));
+  ShapeTracker c = ShapeTracker::fromShape(toShape({1023}));
+  CHECK_FALSE(c.views.sameAs(a.views));
+  CHECK(c.views[0].strides == toShape({1}));
+
+  SInt n = var("n", 1, 64);
+  ShapeTracker s1 = ShapeTracker::fromShape({n, SInt(4)});
+  ShapeTracker s2 = ShapeTracker::fromShape({n, SInt(4)});
+  CHECK_FALSE(s1.views.sameAs(s2.views));
+  CHECK(s1 == s2);
+  CHECK(s1.views[0].strides[0].render() == "4");
+}
+
+TEST_CASE("ViewStack: unbind keeps the views of a tracker without variables") {
+  ShapeTracker a = ShapeTracker::fromShape(toShape({2, 3}));
+  CHECK(a.unbind().views.sameAs(a.views));
+  SInt bound = var("i", 1, 10).node()->bind(3);
+  ShapeTracker s = ShapeTracker::fromShape({bound, SInt(2)});
+  ShapeTracker u = s.unbind();
+  CHECK_FALSE(u.views.sameAs(s.views));
+  CHECK(u.shape()[0].render() == "i");
+  CHECK(s.shape()[0].node()->boundValue());
+}
