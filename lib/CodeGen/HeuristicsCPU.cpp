@@ -10,7 +10,9 @@
 //    right-hand side stays in cache while the left-hand side streams.
 // Element-wise kernels and row reductions over a contiguous axis are left to LLVM's loop
 // vectorizer, which handles them well, as are kernels with transcendental math; only large
-// element-wise outputs are upcast by a cache line, to be written with streaming stores.
+// element-wise outputs are upcast by a cache line, to be written with streaming stores. Kernels
+// without a clean vector axis (gathers, transposes, integer column reduces, short contiguous runs)
+// take the tiles of HeuristicsCPUTiles.cpp; packed panels are chosen in HeuristicsCPUPack.cpp.
 #include "Heuristics.h"
 #include "HeuristicsCPU.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
@@ -19,6 +21,8 @@
 #include <optional>
 
 namespace lazyjit {
+
+using namespace cpu_heuristics;
 
 // Which of the kernel's buffers its reduce reads (the others are read after it, once per output
 // element: a backward pass's relu mask): only those decide the register tile.
@@ -53,16 +57,8 @@ int64_t cpu_heuristics::outputBytes(const Kernel &k) {
   return n * k.bufs[0]->bufferDType().itemsize();
 }
 
-using cpu_heuristics::choosePanelPacking;
-using cpu_heuristics::allFloat;
-using cpu_heuristics::kStreamingStoreBytes;
-using cpu_heuristics::outputBytes;
-using cpu_heuristics::independentOf;
-using cpu_heuristics::reduceInputs;
 
-namespace {
-
-std::optional<int64_t> strideOf(const Kernel &k, size_t buf, size_t axis) {
+std::optional<int64_t> cpu_heuristics::strideOf(const Kernel &k, size_t buf, size_t axis) {
   auto rs = k.sts[buf].realStrides(true);
   if (!rs[axis] || !rs[axis]->isInt()) return std::nullopt;
   return rs[axis]->asInt();
@@ -70,7 +66,7 @@ std::optional<int64_t> strideOf(const Kernel &k, size_t buf, size_t axis) {
 
 // Whether every input (constants aside) reads along `axis` with stride 1 or 0 (contiguous or
 // broadcast); `anyUnit` (optional) tells whether one of them has stride 1.
-bool unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit = nullptr) {
+bool cpu_heuristics::unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit) {
   bool unit = false;
   for (size_t i = 1; i < k.bufs.size(); ++i) {
     if (k.bufs[i]->op == Op::Const) continue;
@@ -82,18 +78,12 @@ bool unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit = nullptr)
   return true;
 }
 
-bool hasTranscendental(const KernelOp &ast) {
-  for (const KernelOp *x : ast.uniqueOps())
-    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
-  return false;
-}
-
-bool isIntSize(const Kernel &k, size_t axis) { return k.fullShape()[axis].isInt(); }
+bool cpu_heuristics::isIntSize(const Kernel &k, size_t axis) { return k.fullShape()[axis].isInt(); }
 
 // An output axis along which the store is unit-stride and every input is unit-stride or
 // broadcast, with at least one unit-stride input. Prefers the innermost. An axis shorter than 4
 // qualifies only where it can be padded (`minSize`).
-std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize) {
+std::optional<size_t> cpu_heuristics::findVectorAxis(const Kernel &k, int64_t minSize) {
   int fr = k.firstReduce();
   for (int a = fr - 1; a >= 0; --a) {
     if (!isIntSize(k, a) || k.fullShape()[a].asInt() < minSize) continue;
@@ -109,6 +99,20 @@ std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize) {
     if (ok && anyUnit) return static_cast<size_t>(a);
   }
   return std::nullopt;
+}
+
+int64_t cpu_heuristics::largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
+  for (int64_t o : options)
+    if (o <= n && n % o == 0) return o;
+  return 1;
+}
+
+namespace {
+
+bool hasTranscendental(const KernelOp &ast) {
+  for (const KernelOp *x : ast.uniqueOps())
+    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
+  return false;
 }
 
 // For a reduce over inputs broadcast along different axes: an output axis along which an input
@@ -135,12 +139,6 @@ std::optional<size_t> findTileAxis(const Kernel &k, size_t vec) {
     if (reuse && someVaries) best = static_cast<size_t>(a);
   }
   return best;
-}
-
-int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options) {
-  for (int64_t o : options)
-    if (o <= n && n % o == 0) return o;
-  return 1;
 }
 
 // The vector width for an axis of `size` elements of `bits` each: the fewest vector instructions
@@ -202,126 +200,6 @@ bool tileDotProducts(Kernel &k, bool wide) {
       return true;
     }
   return false;
-}
-
-// A reduce whose inputs have no vector axis because some of them are read through a view stack
-// (the backward of the reference's pool trick, col2im): vectorize the innermost output axis
-// anyway when the output is contiguous along it, gathering what is not. Gathers cost per lane, so
-// the width wastes the fewest lanes (then the widest). Returns whether it applied.
-bool gatherVectorize(Kernel &k) {
-  int fr = k.firstReduce();
-  int lastRed = static_cast<int>(k.shapeLen()) - k.upcasted - 1;
-  if (!k.reduceop || fr == 0 || lastRed < fr) return false;
-  int a = fr - 1;
-  if (!isIntSize(k, a) || k.fullShape()[a].asInt() < 4 || strideOf(k, 0, a) != 1) return false;
-  bool gathers = false, contiguousReduce = true;
-  for (size_t i = 1; i < k.bufs.size(); ++i) {
-    if (k.bufs[i]->op == Op::Const) continue;
-    gathers = gathers || !strideOf(k, i, a);
-    auto r = strideOf(k, i, lastRed);
-    contiguousReduce = contiguousReduce && r && (*r == 0 || *r == 1);
-  }
-  if (!gathers || contiguousReduce) return false;
-  int64_t size = k.fullShape()[a].asInt(), width = 0, padded = 0;
-  for (int64_t w : {16, 8}) {
-    int64_t p = (size + w - 1) / w * w;
-    if (p - size < size && (width == 0 || p < padded)) {
-      width = w;
-      padded = p;
-    }
-  }
-  if (width == 0) return false;
-  if (padded != size) k.applyOpt({OptOp::PadTo, a, width});
-  k.applyOpt({OptOp::Upcast, a, width});
-  return true;
-}
-
-// An element-wise kernel with no vector axis because an input is read across the output's
-// contiguous axis (a transpose: x.T.contiguous(), NCHW <-> NHWC, x.T + x): a tile of 8 x 8 over
-// the output's contiguous axis and the axis that input reads contiguously, unrolled, so that each
-// input line the tile reads serves 8 outputs in one iteration instead of one output per pass
-// down a column. Measured on AVX2 (2 threads, times the copy of x * c in the same process):
-// 2048 x 2048 transposed 20x -> 2.6x; [16, 64, 64, 64] permuted (0, 2, 3, 1) 8.1x -> 2.0x and
-// (0, 3, 1, 2) 4.1x -> 2.0x; x.T + x 20x -> 3.2x. The tile's last axis is the input's contiguous
-// one, so the lowering unrolls it: vectorizing the output's axis instead gathered the input lane by
-// lane (1.6-4.0x), and 8 x 4 or 4 x 8 tiles ran 2.0-5.1x.
-bool transposeTile(Kernel &k) {
-  if (k.reduceop || !varsFromAst(*k.ast).empty()) return false;
-  int n = static_cast<int>(k.shapeLen()) - k.upcasted;
-  int o = -1;
-  for (int a = n - 1; a >= 0 && o < 0; --a)
-    if (strideOf(k, 0, a) == 1 && k.fullShape()[a].asInt() >= 4) o = a;
-  if (o < 0) return false;
-  int along = -1;
-  for (size_t i = 1; i < k.bufs.size() && along < 0; ++i) {
-    if (k.bufs[i]->op == Op::Const) continue;
-    auto so = strideOf(k, i, o);
-    if (so && (*so == 0 || *so == 1)) continue;
-    for (int a = n - 1; a >= 0 && along < 0; --a)
-      if (a != o && strideOf(k, i, a) == 1 && k.fullShape()[a].asInt() >= 4) along = a;
-  }
-  if (along < 0) return false;
-  int64_t ro = largestDivisor(k.fullShape()[o].asInt(), {8, 4});
-  int64_t ra = largestDivisor(k.fullShape()[along].asInt(), {8, 4});
-  if (ro < 4 || ra < 4) return false;
-  // the output's axis first (an axis upcast whole disappears, moving the later ones down)
-  bool removed = ro == k.fullShape()[o].asInt();
-  k.applyOpt({OptOp::Upcast, o, ro});
-  if (removed && o < along) --along;
-  k.applyOpt({OptOp::Upcast, along, ra});
-  return true;
-}
-
-// A reduce over a buffer that is not float (an integer or bool input or output, which the vector
-// lowering does not take: argmax's index buffer, a count of matches) down the columns of its
-// input: the output axis that every input reads contiguously or not at all is upcast, unrolled in
-// scalars, so that each step of the reduce reads a run of a row instead of one element per row.
-// argmax along axis 0 of 2048 x 2048: 18 -> 7.1 ms (a plain column max, vectorized, takes 1).
-// Returns whether it applied.
-bool columnTile(Kernel &k) {
-  if (!k.reduceop || !varsFromAst(*k.ast).empty()) return false;
-  auto vec = findVectorAxis(k, 4);
-  if (!vec) return false;
-  size_t lastRed = k.shapeLen() - k.upcasted - 1;
-  if (static_cast<int>(lastRed) < k.firstReduce() || unitOrBroadcastAlong(k, lastRed)) return false;
-  int64_t w = largestDivisor(k.fullShape()[*vec].asInt(), {16, 8, 4});
-  if (w < 4) return false;
-  k.applyOpt({OptOp::Upcast, static_cast<int64_t>(*vec), w});
-  return true;
-}
-
-// A reduce over several axes whose last, of 8 to 32 elements, every input reads contiguously or
-// not at all, with the output's innermost axis right after it in some input (x.sum((0, 2)) over
-// [64, 2048, 32], batchnorm's statistics over [N, C, L]): each output's inner loop read one run of
-// the row and the next reduce step jumped to another row, 32 floats per jump. Upcasting the output
-// axis and unrolling the run whole makes each step read the runs of 8 outputs back to back, as dot
-// products along the run (the lowering's dot-product vector mode). Summed over (0, 2):
-// [64, 2048, 32] 4.2 -> 0.33 ms, [256, 2048, 8] 4.7 -> 0.30 ms (a copy of the input: 0.8). Runs of
-// 64 already read a line per output (0.45 ms). Returns whether it applied.
-bool blockRowRuns(Kernel &k) {
-  if (!k.reduceop || k.upcasted) return false;
-  int fr = k.firstReduce(), lastRed = static_cast<int>(k.shapeLen()) - 1, o = fr - 1;
-  if (o < 0 || lastRed <= fr || !isIntSize(k, lastRed) || !isIntSize(k, o)) return false;
-  int64_t run = k.fullShape()[lastRed].asInt();
-  if (run < 8 || run > 32 || !unitOrBroadcastAlong(k, static_cast<size_t>(lastRed))) return false;
-  bool adjacent = false;
-  for (size_t i = 1; i < k.bufs.size(); ++i) {
-    if (k.bufs[i]->op == Op::Const) continue;
-    auto so = strideOf(k, i, static_cast<size_t>(o)), sr = strideOf(k, i, static_cast<size_t>(lastRed));
-    if (!so || !sr) return false;
-    adjacent = adjacent || (*sr == 1 && *so == run);
-  }
-  int64_t u = largestDivisor(k.fullShape()[o].asInt(), {8, 4});
-  if (!adjacent || u < 4) return false;
-  Kernel t = k;
-  try {
-    t.applyOpt({OptOp::Upcast, o, u});
-    t.applyOpt({OptOp::Unroll, lastRed - t.firstReduce(), 0});
-  } catch (const UnsupportedError &) {
-    return false;
-  }
-  k = std::move(t);
-  return true;
 }
 
 // Dot products along a short reduce axis that every input reads contiguously or not at all (a

@@ -1,9 +1,11 @@
-// What the CPU heuristics' files share (HeuristicsCPU.cpp, HeuristicsCPUPack.cpp).
+// What the CPU heuristics' files share (HeuristicsCPU.cpp, HeuristicsCPUPack.cpp,
+// HeuristicsCPUTiles.cpp).
 #pragma once
 
 #include "lazyjit/CodeGen/Kernel.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -36,6 +38,27 @@ std::optional<int64_t> reduceLoopSteps(const Kernel &k);
 
 /// Whether neither the index nor the validity of buffer `buf` moves along `axis`.
 bool independentOf(const Kernel &k, size_t buf, size_t axis);
+
+/// The stride of buffer `buf` along `axis` when it is exact and an integer (ignoring validity).
+std::optional<int64_t> strideOf(const Kernel &k, size_t buf, size_t axis);
+/// Whether every input (constants aside) reads along `axis` with stride 1 or 0 (contiguous or
+/// broadcast); `anyUnit` (optional) tells whether one of them has stride 1.
+bool unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit = nullptr);
+/// Whether the size of `axis` is an integer (not symbolic).
+bool isIntSize(const Kernel &k, size_t axis);
+/// An output axis along which the store is unit-stride and every input is unit-stride or
+/// broadcast, with at least one unit-stride input; prefers the innermost. An axis shorter than
+/// `minSize` does not qualify.
+std::optional<size_t> findVectorAxis(const Kernel &k, int64_t minSize);
+/// The first of `options` that divides `n` (1 when none does).
+int64_t largestDivisor(int64_t n, std::initializer_list<int64_t> options);
+
+/// The tiles of HeuristicsCPUTiles.cpp for kernels without a clean vector axis; each returns
+/// whether it applied.
+bool gatherVectorize(Kernel &k); ///< a reduce read through a view stack: gathered vectors
+bool transposeTile(Kernel &k);   ///< an element-wise transpose: an unrolled 8 x 8 tile
+bool columnTile(Kernel &k);      ///< a non-float column reduce: the output axis upcast in scalars
+bool blockRowRuns(Kernel &k);    ///< a reduce over short contiguous runs: 8 outputs' runs in a row
 
 /// Packed panels for a register-tiled reduce (HeuristicsCPUPack.cpp): the reduce's inputs that move
 /// along the vector axis and not along the tile's rows are copied once per value of the global
