@@ -91,6 +91,13 @@ NodeRef exprIdxsOfView(const View &view, const std::vector<NodeRef> &idxs) {
 ViewStack::ViewStack(Views views) {
   if (views.empty()) return;
   auto r = std::allocate_shared<Rep>(NodePoolAllocator<Rep>());
+  auto node = [](const SInt &x) { return x.isNode(); };
+  for (const View &v : views) {
+    r->symbolic = r->symbolic || std::any_of(v.shape.begin(), v.shape.end(), node) ||
+                  std::any_of(v.strides.begin(), v.strides.end(), node) || v.offset.isNode() ||
+                  (v.mask && std::any_of(v.mask->begin(), v.mask->end(),
+                                         [](const SIntPair &p) { return p.first.isNode() || p.second.isNode(); }));
+  }
   r->views = std::move(views);
   rep = std::move(r);
 }
@@ -309,6 +316,7 @@ bool ShapeTracker::axisIsMasked(int64_t axis) const {
 
 std::vector<NodeRef> ShapeTracker::vars() const {
   std::vector<NodeRef> out;
+  if (!views.symbolic()) return out;
   for (const auto &v : views)
     for (const auto &x : v.vars()) {
       bool dup = std::any_of(out.begin(), out.end(), [&](const NodeRef &o) { return o->identity() == x->identity(); });

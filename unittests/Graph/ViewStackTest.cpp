@@ -79,3 +79,20 @@ TEST_CASE("ViewStack: unbind keeps the views of a tracker without variables") {
   CHECK(u.shape()[0].render() == "i");
   CHECK(s.shape()[0].node()->boundValue());
 }
+
+TEST_CASE("ViewStack: a stack is symbolic when any shape, stride, offset or mask bound is a node") {
+  CHECK_FALSE(ShapeTracker::fromShape(toShape({4, 4})).views.symbolic());
+  CHECK(ShapeTracker::fromShape(toShape({4, 4})).vars().empty());
+  SInt n = var("n", 1, 8);
+  ShapeTracker shaped = ShapeTracker::fromShape({n, SInt(4)});
+  CHECK(shaped.views.symbolic());
+  REQUIRE(shaped.vars().size() == 1);
+  CHECK(shaped.vars()[0]->render() == "n");
+  // a symbolic offset only (a shrink starting at a variable), and a symbolic mask only (a pad by one)
+  ShapeTracker shrunk = ShapeTracker::fromShape(toShape({16})).shrink({{n, n + 4}});
+  CHECK(shrunk.views.symbolic());
+  CHECK(shrunk.vars().size() == 1);
+  ShapeTracker padded = ShapeTracker::fromShape(toShape({4})).pad({{n, SInt(0)}});
+  CHECK(padded.views.symbolic());
+  CHECK(padded.vars().size() == 1);
+}

@@ -45,10 +45,13 @@ public:
   size_t hash() const;
   /// True when both hold the same views object (copies of one tracker).
   bool sameAs(const ViewStack &o) const { return rep == o.rep; }
+  /// Whether a shape, stride, offset or mask bound of some view is a node (false: no variables).
+  bool symbolic() const { return rep && rep->symbolic; }
 
 private:
   struct Rep {
     Views views;
+    bool symbolic = false;
     mutable std::atomic<size_t> hash{0}; ///< 0: not computed yet
   };
   std::shared_ptr<const Rep> rep;
