@@ -4,6 +4,7 @@
 
 #include "lazyjit/Graph/ShapeTracker.h"
 #include "Graph/IotaArray.h"
+#include "Graph/SymbolicTestUtil.h"
 
 #include <string>
 #include <vector>
@@ -32,8 +33,6 @@ inline ShapeTracker trackerOf(std::initializer_list<View> views) { return ShapeT
 inline View viewOf(const Ints &shape, const Ints &strides, int64_t offset = 0) {
   return View::create(toShape(shape), toShape(strides), offset);
 }
-
-inline SInt var(const char *name, int64_t lo, int64_t hi) { return variable(name, lo, hi); }
 
 inline int64_t intMin(const SInt &x) { return x.isInt() ? x.asInt() : x.node()->min.asInt(); }
 inline int64_t intMax(const SInt &x) { return x.isInt() ? x.asInt() : x.node()->max.asInt(); }
