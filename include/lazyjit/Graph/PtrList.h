@@ -1,6 +1,8 @@
 // PtrList: the small pointer list behind the graph's weak sets and link lists.
 #pragma once
 
+#include "lazyjit/Support/NodePool.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +23,7 @@ public:
   PtrList(const PtrList &) = delete;
   PtrList &operator=(const PtrList &) = delete;
   ~PtrList() {
-    if (cap_ > 1) delete[] heap_;
+    if (cap_ > 1) freeArray(heap_, cap_);
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -66,14 +68,16 @@ public:
   }
   void reserve(size_t n) {
     if (n <= cap_) return;
-    T **grown = new T *[n];
+    // from the node pool (the arrays are small and made and freed with their node)
+    T **grown = static_cast<T **>(pool_detail::allocate(n * sizeof(T *)));
     std::copy(data(), data() + size_, grown);
-    if (cap_ > 1) delete[] heap_;
+    if (cap_ > 1) freeArray(heap_, cap_);
     heap_ = grown;
     cap_ = static_cast<uint32_t>(n);
   }
 
 private:
+  static void freeArray(T **a, size_t n) { pool_detail::deallocate(a, n * sizeof(T *)); }
   T **data() { return cap_ > 1 ? heap_ : &one_; }
   T *const *data() const { return cap_ > 1 ? heap_ : &one_; }
   union {
