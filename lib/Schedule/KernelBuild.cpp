@@ -3,8 +3,10 @@
 #include "KernelBuild.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/NodePool.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace lazyjit::schedule_detail {
 
@@ -56,7 +58,11 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op) {
   }
   // each distinct node of the lazy tree once, sources first, without recursion (a fused chain is as
   // deep as it is long)
-  std::unordered_map<const LazyOp *, KernelOpRef> built;
+  // (its entries from the node pool: a malloc per node was one of a chain's two per op)
+  using Entry = std::pair<const LazyOp *const, KernelOpRef>;
+  std::unordered_map<const LazyOp *, KernelOpRef, std::hash<const LazyOp *>, std::equal_to<>,
+                     NodePoolAllocator<Entry>>
+      built;
   postorderOnce(*root, [&](const LazyOp &x) { return built.count(&x) != 0; }, [&](const LazyOp &x) {
     std::vector<KernelOpRef> src;
     src.reserve(x.src.size());
