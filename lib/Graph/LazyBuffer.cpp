@@ -281,9 +281,9 @@ bool isUnsafePadOp(Op op) {
 
 // In place; a source replaced stays alive until every source is pushed (the reference builds a new
 // tuple while the old one still holds them), so the child counts the later ones see are the same.
-void pushMovementOps(const GraphOptions &o, std::vector<LazyBufferRef> &srcs) {
+void pushMovementOps(const GraphOptions &o, LazyBufferRefs &srcs) {
   const FusionFlags &f = o.fusion;
-  std::vector<LazyBufferRef> replaced;
+  LazyBufferRefs replaced;
   for (LazyBufferRef &x : srcs) {
     std::vector<std::pair<Op, LazyOpArg>> mops;
     LazyBuffer *bx = x.get();
@@ -314,11 +314,9 @@ void pushMovementOps(const GraphOptions &o, std::vector<LazyBufferRef> &srcs) {
 
 // ---- elementwise ops ------------------------------------------------------------------------------
 
-LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<LazyBufferRef> &rest,
-                            LazyOpArg arg) {
+LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const LazyBufferRefs &rest, LazyOpArg arg) {
   const FusionFlags &f = o.fusion;
-  std::vector<LazyBufferRef> srcs;
-  srcs.reserve(rest.size() + 1);
+  LazyBufferRefs srcs;
   srcs.push_back(self());
   srcs.insert(srcs.end(), rest.begin(), rest.end());
 
@@ -340,7 +338,7 @@ LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<Laz
            x->op->src[0].buf->atMostOneChild();
   };
   if (f.pushContiguous && std::any_of(srcs.begin(), srcs.end(), pushable)) {
-    std::vector<LazyBufferRef> ns;
+    LazyBufferRefs ns;
     for (LazyBufferRef x : srcs) {
       if (pushable(x)) {
         LazyBufferRef inner = x->op->src[0].buf;
@@ -349,7 +347,7 @@ LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<Laz
       }
       ns.push_back(x);
     }
-    std::vector<LazyBufferRef> tail(ns.begin() + 1, ns.end());
+    LazyBufferRefs tail(ns.begin() + 1, ns.end());
     return ns[0]->e(o, eop, tail, arg)->contiguous(o);
   }
 
@@ -371,7 +369,7 @@ LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const std::vector<Laz
 
 LazyBufferRef LazyBuffer::reduceOp(const GraphOptions &o, Op rop, const Shape &newShape) {
   if (shape == newShape) return self();
-  std::vector<LazyBufferRef> srcs{self()};
+  LazyBufferRefs srcs{self()};
   if (o.fusion.shuffleMovementOps) pushMovementOps(o, srcs);
   Shape unbound;
   for (const auto &s : newShape) unbound.push_back(s.isInt() ? s : SInt(s.node()->unbind()));

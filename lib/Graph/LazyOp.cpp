@@ -237,7 +237,7 @@ LazyBufferRef LazyOp::replaceWithMovementOps(const GraphOptions &o,
     }
     Frame fin = std::move(f);
     stack.pop_back();
-    std::vector<LazyBufferRef> rest(fin.srcs.begin() + 1, fin.srcs.end());
+    LazyBufferRefs rest(fin.srcs.begin() + 1, fin.srcs.end());
     done.emplace(fin.node, fin.srcs[0]->e(o, fin.node->op, rest, fin.node->arg));
   }
   return done.at(this);

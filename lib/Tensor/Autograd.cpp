@@ -42,8 +42,7 @@ Tensor Function::apply(std::shared_ptr<Function> fn, std::vector<Tensor> inputs)
   std::optional<bool> requiresGrad = any ? std::optional<bool>(true) : anyUnset ? std::nullopt : std::optional<bool>(false);
   LazyBufferRef out;
   {
-    std::vector<LazyBufferRef> lbs;
-    lbs.reserve(inputs.size());
+    LazyBufferRefs lbs;
     for (const Tensor &t : inputs) lbs.push_back(t.lazydata());
     fn->opts = configuredGraphOptions();
     out = fn->forward(lbs);

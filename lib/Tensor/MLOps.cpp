@@ -22,13 +22,13 @@ using Bufs = std::vector<LazyBufferRef>;
 
 struct ContiguousFn : Function {
   std::string_view name() const override { return "Contiguous"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->contiguous(opts); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->contiguous(opts); }
   Bufs backward(const LazyBufferRef &g) override { return {g}; }
 };
 
 struct ContiguousBackwardFn : Function {
   std::string_view name() const override { return "ContiguousBackward"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]; }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]; }
   Bufs backward(const LazyBufferRef &g) override { return {g->contiguous(opts)}; }
 };
 
@@ -37,7 +37,7 @@ struct CastFn : Function {
   bool bitcast;
   CastFn(DType dt, bool bc) : dtype(dt), inputDType(dt), bitcast(bc) {}
   std::string_view name() const override { return "Cast"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     inputDType = in[0]->dtype();
     return in[0]->cast(opts, dtype, bitcast);
   }
@@ -46,20 +46,20 @@ struct CastFn : Function {
 
 struct ZeroFn : Function {
   std::string_view name() const override { return "Zero"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->constLike(opts, 0); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->constLike(opts, 0); }
   Bufs backward(const LazyBufferRef &g) override { return {g->constLike(opts, 0)}; }
 };
 
 struct NegFn : Function {
   std::string_view name() const override { return "Neg"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, Op::Neg); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->e(opts, Op::Neg); }
   Bufs backward(const LazyBufferRef &g) override { return {g->e(opts, Op::Neg)}; }
 };
 
 struct SinFn : Function {
   LazyBufferRef x;
   std::string_view name() const override { return "Sin"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     x = in[0];
     return x->e(opts, Op::Sin);
   }
@@ -77,7 +77,7 @@ struct SinFn : Function {
 struct ReluFn : Function {
   LazyBufferRef ret;
   std::string_view name() const override { return "Relu"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     LazyBufferRef zero = in[0]->constLike(opts, 0);
     ret = in[0]->e(opts, Op::Max, {zero});
     return ret;
@@ -94,7 +94,7 @@ struct ReluFn : Function {
 struct LogFn : Function {
   LazyBufferRef x;
   std::string_view name() const override { return "Log"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     x = in[0];
     // x.e(LOG2).e(MUL, x.const(log(2)))
     LazyBufferRef t = x->e(opts, Op::Log2);
@@ -107,7 +107,7 @@ struct LogFn : Function {
 struct ExpFn : Function {
   LazyBufferRef ret;
   std::string_view name() const override { return "Exp"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     // x.e(MUL, x.const(1/log(2))).e(EXP2)
     LazyBufferRef c = in[0]->constLike(opts, 1 / std::log(2.0));
     LazyBufferRef t = in[0]->e(opts, Op::Mul, {c});
@@ -121,7 +121,7 @@ struct ExpFn : Function {
 struct SqrtFn : Function {
   LazyBufferRef ret;
   std::string_view name() const override { return "Sqrt"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     ret = in[0]->e(opts, Op::Sqrt);
     return ret;
   }
@@ -138,7 +138,7 @@ struct SqrtFn : Function {
 struct SigmoidFn : Function {
   LazyBufferRef ret;
   std::string_view name() const override { return "Sigmoid"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     const LazyBufferRef &l = in[0];
     // x.const(1).e(DIV, x.const(1).e(ADD, x.e(MUL, x.const(-1/log(2))).e(EXP2))), in that order
     LazyBufferRef one = l->constLike(opts, 1);
@@ -172,12 +172,12 @@ struct NoGradBinaryFn : Function {
   Op op;
   explicit NoGradBinaryFn(Op o) : op(o) {}
   std::string_view name() const override { return op == Op::CmpLt ? "Less" : "Xor"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, op, {in[1]}); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->e(opts, op, {in[1]}); }
 };
 
 struct AddFn : Function {
   std::string_view name() const override { return "Add"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, Op::Add, {in[1]}); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->e(opts, Op::Add, {in[1]}); }
   Bufs backward(const LazyBufferRef &g) override {
     return {needsInputGrad(0) ? g : nullptr, needsInputGrad(1) ? g : nullptr};
   }
@@ -185,7 +185,7 @@ struct AddFn : Function {
 
 struct SubFn : Function {
   std::string_view name() const override { return "Sub"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->e(opts, Op::Sub, {in[1]}); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->e(opts, Op::Sub, {in[1]}); }
   Bufs backward(const LazyBufferRef &g) override {
     LazyBufferRef a = needsInputGrad(0) ? g : nullptr;
     LazyBufferRef b = needsInputGrad(1) ? g->e(opts, Op::Neg) : nullptr;
@@ -196,7 +196,7 @@ struct SubFn : Function {
 struct MulFn : Function {
   LazyBufferRef x, y;
   std::string_view name() const override { return "Mul"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     x = in[0];
     y = in[1];
     return x->e(opts, Op::Mul, {y});
@@ -211,7 +211,7 @@ struct MulFn : Function {
 struct DivFn : Function {
   LazyBufferRef x, y;
   std::string_view name() const override { return "Div"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     x = in[0];
     y = in[1];
     return x->e(opts, Op::Div, {y});
@@ -235,7 +235,7 @@ struct DivFn : Function {
 struct WhereFn : Function {
   LazyBufferRef x;
   std::string_view name() const override { return "Where"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     x = in[0];
     return x->e(opts, Op::Where, {in[1], in[2]});
   }
@@ -259,7 +259,7 @@ struct SumFn : Function {
   Shape newShape, inputShape;
   explicit SumFn(Shape s) : newShape(std::move(s)) {}
   std::string_view name() const override { return "Sum"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     inputShape = in[0]->shape;
     return in[0]->r(opts, Op::Sum, newShape);
   }
@@ -271,7 +271,7 @@ struct MaxFn : Function {
   LazyBufferRef x, ret;
   explicit MaxFn(Shape s) : newShape(std::move(s)) {}
   std::string_view name() const override { return "Max"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     x = in[0];
     ret = x->r(opts, Op::ReduceMax, newShape);
     return ret;
@@ -304,7 +304,7 @@ struct ExpandFn : Function {
   Shape shape, inputShape;
   explicit ExpandFn(Shape s) : shape(std::move(s)) {}
   std::string_view name() const override { return "Expand"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     inputShape = in[0]->shape;
     return in[0]->expand(opts, shape);
   }
@@ -315,7 +315,7 @@ struct ReshapeFn : Function {
   Shape shape, inputShape;
   explicit ReshapeFn(Shape s) : shape(std::move(s)) {}
   std::string_view name() const override { return "Reshape"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     inputShape = in[0]->shape;
     return in[0]->reshape(opts, shape);
   }
@@ -326,7 +326,7 @@ struct PermuteFn : Function {
   std::vector<int64_t> order;
   explicit PermuteFn(std::vector<int64_t> o) : order(std::move(o)) {}
   std::string_view name() const override { return "Permute"; }
-  LazyBufferRef forward(const Bufs &in) override { return in[0]->permute(opts, order); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->permute(opts, order); }
   Bufs backward(const LazyBufferRef &g) override {
     // argsort(order)
     std::vector<int64_t> inv(order.size());
@@ -339,7 +339,7 @@ struct PadFn : Function {
   PadArg arg, narg;
   explicit PadFn(PadArg a) : arg(std::move(a)) {}
   std::string_view name() const override { return "Pad"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     for (size_t i = 0; i < arg.size(); ++i) narg.emplace_back(arg[i].first, in[0]->shape[i] + arg[i].first);
     return in[0]->pad(opts, arg);
   }
@@ -350,7 +350,7 @@ struct ShrinkFn : Function {
   PadArg arg, narg;
   explicit ShrinkFn(PadArg a) : arg(std::move(a)) {}
   std::string_view name() const override { return "Shrink"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     for (size_t i = 0; i < arg.size(); ++i) narg.emplace_back(arg[i].first, in[0]->shape[i] - arg[i].second);
     return in[0]->shrink(opts, arg);
   }
@@ -367,7 +367,7 @@ struct FlipFn : Function {
   std::vector<int64_t> axis, arg;
   explicit FlipFn(std::vector<int64_t> a) : axis(std::move(a)) {}
   std::string_view name() const override { return "Flip"; }
-  LazyBufferRef forward(const Bufs &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     arg.assign(in[0]->shape.size(), 1);
     for (int64_t a : axis) arg[a] = -1;
     return in[0]->stride(opts, arg);

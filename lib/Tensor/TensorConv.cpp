@@ -107,7 +107,7 @@ struct ConvGradientFn : Function {
   LazyBufferRef x, weight; ///< what backward needs: the input for the weight's, the weight for the input's
   std::string_view name() const override { return "ConvGradient"; }
   /// Inputs: the convolution's output, the input, the weight.
-  LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     if (directInput) weight = in[2];
     if (directWeight) x = in[1];
     return in[0];

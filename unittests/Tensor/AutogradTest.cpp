@@ -187,7 +187,7 @@ namespace {
 struct Cube : Function {
   LazyBufferRef x;
   std::string_view name() const override { return "Cube"; }
-  LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
+  LazyBufferRef forward(const LazyBufferRefs &in) override {
     x = in[0];
     return x->e(opts, Op::Mul, {x})->e(opts, Op::Mul, {x});
   }
@@ -197,7 +197,7 @@ struct Cube : Function {
 };
 struct BadShape : Function {
   std::string_view name() const override { return "BadShape"; }
-  LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override { return in[0]; }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]; }
   std::vector<LazyBufferRef> backward(const LazyBufferRef &g) override { return {g->reshape(opts, {1, 3})}; }
 };
 } // namespace

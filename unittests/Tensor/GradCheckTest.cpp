@@ -232,7 +232,7 @@ TEST_CASE("GradCheck: the check fails for a Function whose backward is wrong") {
   struct BadSquare : Function {
     LazyBufferRef x;
     std::string_view name() const override { return "BadSquare"; }
-    LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
+    LazyBufferRef forward(const LazyBufferRefs &in) override {
       x = in[0];
       return x->e(opts, Op::Mul, {x});
     }

@@ -34,6 +34,9 @@
 
 namespace lazyjit {
 
+/// An element-wise op's operands (at most three: WHERE), inline.
+using LazyBufferRefs = SmallVector<LazyBufferRef, 3>;
+
 /// A set of weak references to LazyBuffers with Python WeakSet semantics: identity membership,
 /// and a size that counts live members only. The links are intrusive: a LazyBuffer leaves every
 /// set it is in when it dies, and a set unlinks its members when it dies, so size() is O(1) and
@@ -132,8 +135,7 @@ public:
 
   // ---- elementwise and reduce ----
   /// An elementwise op over self and `srcs` (self first).
-  LazyBufferRef e(const GraphOptions &o, Op op, const std::vector<LazyBufferRef> &srcs = {},
-                  LazyOpArg arg = {});
+  LazyBufferRef e(const GraphOptions &o, Op op, const LazyBufferRefs &srcs = {}, LazyOpArg arg = {});
   /// A reduce to `newShape` (1s in the reduced dims), split in two when it is large.
   LazyBufferRef r(const GraphOptions &o, Op op, const Shape &newShape);
 

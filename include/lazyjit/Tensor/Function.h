@@ -12,7 +12,7 @@
 //   struct Square : Function {
 //     LazyBufferRef x;
 //     std::string_view name() const override { return "Square"; }
-//     LazyBufferRef forward(const std::vector<LazyBufferRef> &in) override {
+//     LazyBufferRef forward(const LazyBufferRefs &in) override {
 //       x = in[0];
 //       return x->e(opts, Op::Mul, {x});
 //     }
@@ -39,7 +39,7 @@ public:
   /// The reference's class name (Mul, Sum, Reshape, ...), used in errors.
   virtual std::string_view name() const = 0;
   /// The forward over the inputs' LazyBuffers (same order as apply's inputs).
-  virtual LazyBufferRef forward(const std::vector<LazyBufferRef> &inputs) = 0;
+  virtual LazyBufferRef forward(const LazyBufferRefs &inputs) = 0;
   /// One gradient per input, null where the input needs none. The default throws an Error saying
   /// that this Function is not differentiable (Less, Xor).
   virtual std::vector<LazyBufferRef> backward(const LazyBufferRef &gradOutput);
