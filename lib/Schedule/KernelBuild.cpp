@@ -64,8 +64,7 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op) {
                      NodePoolAllocator<Entry>>
       built;
   postorderOnce(*root, [&](const LazyOp &x) { return built.count(&x) != 0; }, [&](const LazyOp &x) {
-    std::vector<KernelOpRef> src;
-    src.reserve(x.src.size());
+    KernelOpRefs src;
     for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : built.at(s.op.get()));
     built.emplace(&x, KernelOp::make(x.op, std::move(src), x.arg));
   });

@@ -42,7 +42,7 @@ bool identicalArg(const LazyOpArg &a, const LazyOpArg &b) {
   return true;
 }
 
-size_t nodeHash(Op op, const std::vector<KernelOpRef> &src, const LazyOpArg &arg) {
+size_t nodeHash(Op op, const KernelOpRefs &src, const LazyOpArg &arg) {
   size_t h = static_cast<size_t>(op) + 0x51;
   for (const auto &s : src) hashCombine(h, s->hash());
   hashCombine(h, argHash(arg));
@@ -51,7 +51,7 @@ size_t nodeHash(Op op, const std::vector<KernelOpRef> &src, const LazyOpArg &arg
 
 } // namespace
 
-KernelOpRef KernelOp::make(Op op, std::vector<KernelOpRef> src, LazyOpArg arg) {
+KernelOpRef KernelOp::make(Op op, KernelOpRefs src, LazyOpArg arg) {
   LAZYJIT_INTERNAL_CHECK(!isLoadOp(op), "a kernel cannot hold {}: it is a host step", opName(op));
   LAZYJIT_INTERNAL_CHECK(!std::holds_alternative<CustomOpRef>(arg), "a kernel cannot hold a host function ({})",
                          opName(op));
@@ -80,7 +80,7 @@ KernelOpRef KernelOp::make(Op op, std::vector<KernelOpRef> src, LazyOpArg arg) {
   return found;
 }
 
-KernelOp::KernelOp(Token, Op op_, std::vector<KernelOpRef> src_, LazyOpArg arg_, size_t hash)
+KernelOp::KernelOp(Token, Op op_, KernelOpRefs src_, LazyOpArg arg_, size_t hash)
     : op(op_), src(std::move(src_)), arg(std::move(arg_)), hash_(hash) {
   // the dtype and shape from the sources', each computed when it was built (a node built with the
   // wrong kind of argument or arity, which the verifier reports, has neither)
@@ -119,7 +119,7 @@ KernelOp::~KernelOp() {
     t.nodes.erase(hash_, this); // (an equal node made while this one was dying stays)
   }
   // (the sources are this node's own: nothing else can see it any more)
-  for (auto &s : const_cast<std::vector<KernelOpRef> &>(src)) deferRelease(std::move(s));
+  for (auto &s : const_cast<KernelOpRefs &>(src)) deferRelease(std::move(s));
 }
 
 size_t kernelOpCount() {

@@ -21,6 +21,8 @@ namespace lazyjit {
 
 class KernelOp;
 using KernelOpRef = std::shared_ptr<const KernelOp>;
+/// A kernel node's sources (at most three: WHERE), inline.
+using KernelOpRefs = SmallVector<KernelOpRef, 3>;
 
 class KernelOp : public std::enable_shared_from_this<KernelOp> {
   struct Token {
@@ -32,7 +34,7 @@ public:
   /// caller's (the verifier checks it against the op table), but a kernel never holds a load op or
   /// a host function: those throw InternalError. Arguments are identical, not Python-equal: a
   /// CONST of -0.0 is not the CONST of 0.0 (NaNs of one sign are one value).
-  static KernelOpRef make(Op op, std::vector<KernelOpRef> src, LazyOpArg arg = {});
+  static KernelOpRef make(Op op, KernelOpRefs src, LazyOpArg arg = {});
   static KernelOpRef load(int idx, DType dtype, ShapeTracker st) {
     return make(Op::Load, {}, MemBuffer{idx, dtype, std::move(st)});
   }
@@ -43,7 +45,7 @@ public:
     return make(Op::Store, {std::move(value)}, MemBuffer{idx, dtype, std::move(st)});
   }
 
-  KernelOp(Token, Op op, std::vector<KernelOpRef> src, LazyOpArg arg, size_t hash);
+  KernelOp(Token, Op op, KernelOpRefs src, LazyOpArg arg, size_t hash);
   /// Leaves the intern table, and frees its sources through deferRelease (a fused chain of
   /// thousands of ops is freed without recursion).
   ~KernelOp();
@@ -51,7 +53,7 @@ public:
   KernelOp &operator=(const KernelOp &) = delete;
 
   const Op op;
-  const std::vector<KernelOpRef> src;
+  const KernelOpRefs src;
   const LazyOpArg arg;
 
   /// Structural, computed once; equal nodes are one object.
