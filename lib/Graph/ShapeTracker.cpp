@@ -135,11 +135,7 @@ struct PlainTrackers {
   const ViewStack *find(const Shape &shape) const {
     for (const auto &e : entries) {
       if (e.empty()) continue;
-      const Shape &s = e.back().shape;
-      if (s.size() != shape.size()) continue;
-      bool same = true;
-      for (size_t i = 0; i < s.size() && same; ++i) same = s[i].asInt() == shape[i].asInt();
-      if (same) return &e;
+      if (e.back().shape == shape) return &e;
     }
     return nullptr;
   }
@@ -231,22 +227,19 @@ static std::optional<View> mergeViews(const View &vm2, const View &vm1) {
   return View::create(vm1.shape, strides, vm2.offset, vm1.mask);
 }
 
-ShapeTracker ShapeTracker::simplify() const & {
-  if (views.size() < 2) return *this;
-  auto merged = mergeViews(views[views.size() - 2], views.back());
-  if (!merged) return *this;
-  Views out(views.begin(), views.end() - 1);
-  out.back() = std::move(*merged);
-  while (out.size() >= 2) {
-    auto m = mergeViews(out[out.size() - 2], out.back());
-    if (!m) break;
-    out.pop_back();
-    out.back() = std::move(*m);
+ShapeTracker ShapeTracker::simplify() const {
+  std::optional<Views> out; // copied at the first merge: most stacks have one view or do not merge
+  while (true) {
+    const Views &cur = out ? *out : views.list();
+    if (cur.size() < 2) break;
+    auto merged = mergeViews(cur[cur.size() - 2], cur.back());
+    if (!merged) break;
+    if (!out) out.emplace(cur.begin(), cur.end());
+    out->pop_back();
+    out->back() = std::move(*merged);
   }
-  return ShapeTracker{ViewStack(std::move(out))};
+  return out ? ShapeTracker{ViewStack(std::move(*out))} : *this;
 }
-
-ShapeTracker ShapeTracker::simplify() && { return static_cast<const ShapeTracker &>(*this).simplify(); }
 
 std::pair<NodeRef, NodeRef> ShapeTracker::exprIdxs(std::optional<std::vector<NodeRef>> idxs) const {
   std::vector<NodeRef> ix = idxs ? *idxs : defaultIdxs(shape());
@@ -337,15 +330,13 @@ std::map<std::string, std::pair<NodeRef, int64_t>> ShapeTracker::varVals() const
   return out;
 }
 
-ShapeTracker ShapeTracker::unbind() const & {
+ShapeTracker ShapeTracker::unbind() const {
   // without variables there is nothing to unbind (vars() allocates nothing then): the same views
   if (vars().empty()) return *this;
   Views out;
   for (const auto &v : views) out.push_back(v.unbind());
   return ShapeTracker{ViewStack(std::move(out))};
 }
-
-ShapeTracker ShapeTracker::unbind() && { return static_cast<const ShapeTracker &>(*this).unbind(); }
 
 std::string ShapeTracker::repr() const {
   std::string s = "ShapeTracker(views=(";

@@ -77,9 +77,8 @@ struct ShapeTracker {
   /// view when it can; otherwise it always adds a view.
   ShapeTracker reshape(const Shape &newShape, bool mergeView = true) const;
 
-  /// Merges the last two views while the result is exact. (On a temporary, in place.)
-  ShapeTracker simplify() const &;
-  ShapeTracker simplify() &&;
+  /// Merges the last two views while the result is exact (the same views when none merge).
+  ShapeTracker simplify() const;
 
   /// Index and validity expressions over per-dimension index nodes (default: `idx0..idxN-1`).
   std::pair<NodeRef, NodeRef> exprIdxs(std::optional<std::vector<NodeRef>> idxs = std::nullopt) const;
@@ -94,10 +93,9 @@ struct ShapeTracker {
   std::vector<NodeRef> vars() const;
   /// Bound variables: expr name -> (unbound variable, value).
   std::map<std::string, std::pair<NodeRef, int64_t>> varVals() const;
-  /// The views with every bound variable replaced by its unbound one. (On a temporary without
-  /// symbolic parts, the same tracker, not copied: the scheduler unbinds every leaf it loads.)
-  ShapeTracker unbind() const &;
-  ShapeTracker unbind() &&;
+  /// The views with every bound variable replaced by its unbound one (the same views when there
+  /// are no variables: the scheduler unbinds every leaf it loads).
+  ShapeTracker unbind() const;
 
   /// `views` with the last one replaced by `v`.
   ShapeTracker withLast(View v) const;
