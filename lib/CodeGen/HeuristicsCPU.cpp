@@ -57,15 +57,14 @@ int64_t cpu_heuristics::outputBytes(const Kernel &k) {
   return n * k.bufs[0]->bufferDType().itemsize();
 }
 
-
+// (strideOf .. largestDivisor are shared with HeuristicsCPUTiles.cpp: HeuristicsCPU.h says what
+// each returns)
 std::optional<int64_t> cpu_heuristics::strideOf(const Kernel &k, size_t buf, size_t axis) {
   auto rs = k.sts[buf].realStrides(true);
   if (!rs[axis] || !rs[axis]->isInt()) return std::nullopt;
   return rs[axis]->asInt();
 }
 
-// Whether every input (constants aside) reads along `axis` with stride 1 or 0 (contiguous or
-// broadcast); `anyUnit` (optional) tells whether one of them has stride 1.
 bool cpu_heuristics::unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit) {
   bool unit = false;
   for (size_t i = 1; i < k.bufs.size(); ++i) {
@@ -80,9 +79,6 @@ bool cpu_heuristics::unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *an
 
 bool cpu_heuristics::isIntSize(const Kernel &k, size_t axis) { return k.fullShape()[axis].isInt(); }
 
-// An output axis along which the store is unit-stride and every input is unit-stride or
-// broadcast, with at least one unit-stride input. Prefers the innermost. An axis shorter than 4
-// qualifies only where it can be padded (`minSize`).
 std::optional<size_t> cpu_heuristics::findVectorAxis(const Kernel &k, int64_t minSize) {
   int fr = k.firstReduce();
   for (int a = fr - 1; a >= 0; --a) {
@@ -497,16 +493,15 @@ void applyCPUHeuristics(Kernel &k) {
   // a row reduction over a contiguous axis is vectorized by LLVM along the reduce loop, unless
   // that axis is shorter than a vector (a depthwise convolution's window: the output's axis is the
   // vector then; 3 x 3 over [32, 64, 56, 56] with padding 1 13.3 -> 1.6-1.8 ms, 5 x 5 67 -> 10-12)
+  // (the tile axis is found before padding: a second mask on a padded input hides its strides)
+  std::optional<size_t> tile = k.reduceop ? findTileAxis(k, *vec) : std::nullopt;
   if (k.reduceop) {
     size_t lastRed = k.shapeLen() - k.upcasted - 1;
     bool contiguousReduce = unitOrBroadcastAlong(k, lastRed);
     bool shortReduce = isIntSize(k, lastRed) && k.fullShape()[lastRed].asInt() < 8;
-    auto tile = findTileAxis(k, *vec);
     if (contiguousReduce && !tile && !shortReduce) return;
   }
 
-  // (found before padding: a second mask on a padded input hides its strides)
-  std::optional<size_t> tile = k.reduceop ? findTileAxis(k, *vec) : std::nullopt;
   if (tile && scatterTile(k, *vec, *tile)) return;
   applyVectorTile(k, *vec, tile);
 }
