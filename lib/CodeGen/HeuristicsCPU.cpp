@@ -15,6 +15,7 @@
 // take the tiles of HeuristicsCPUTiles.cpp; packed panels are chosen in HeuristicsCPUPack.cpp.
 #include "Heuristics.h"
 #include "HeuristicsCPU.h"
+#include "LoopNest.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 
 #include <algorithm>
@@ -107,7 +108,7 @@ namespace {
 
 bool hasTranscendental(const KernelOp &ast) {
   for (const KernelOp *x : ast.uniqueOps())
-    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) return true;
+    if (isTranscendental(x->op)) return true;
   return false;
 }
 

@@ -6,6 +6,7 @@
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace lazyjit {
@@ -108,7 +109,7 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
       const auto &ca = std::get<CastArg>(x->arg);
       if (ca.bitcast || !floating(ca.dtype)) return false;
     }
-    if (x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin) {
+    if (isTranscendental(x->op)) {
       std::optional<DType> dt = x->kernelDType();
       LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} without a dtype in a kernel AST", opName(x->op));
       if (!vectorMathFn(x->op, *dt, lanes, o.vectorBits, o.vectorMath)) return false;
@@ -202,6 +203,11 @@ std::vector<const KernelOp *> rowPassNodes(const KernelOp *root) {
       if (seen.insert(s.get()).second) stack.push_back(s.get());
   }
   return out;
+}
+
+bool rowPassTranscendental(const KernelOp *root) {
+  std::vector<const KernelOp *> ops = rowPassNodes(root);
+  return std::any_of(ops.begin(), ops.end(), [](const KernelOp *x) { return isTranscendental(x->op); });
 }
 
 bool rowPassInVectors(const Kernel &k, const KernelOp *root) {

@@ -58,6 +58,8 @@ bool contiguousInVidx(const NodeRef &idx, const NodeRef &vidx, NodeRef *base);
 /// buffers and casts to them (not bitcasts), no integer op, exp2/log2/sin where the vector library
 /// has them for the target (`o`). Everything else is the ALU's, which works on vectors as on scalars.
 bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, const KernelOptions &o);
+/// EXP2, LOG2 and SIN: the element-wise ops that cost tens of instructions per value.
+inline bool isTranscendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op::Sin; }
 
 // ---- row kernels (Kernel::rowKernel): what the heuristics and both lowerings read alike ----
 
@@ -70,6 +72,8 @@ bool rowPassDescends(const KernelOp &x);
 /// The nodes a pass over a row kernel's row evaluates per element: its tree down to the leaves and
 /// the row values (reduces and EXPANDs, computed before the pass).
 std::vector<const KernelOp *> rowPassNodes(const KernelOp *root);
+/// Whether the pass evaluating `root` computes a transcendental function per element.
+bool rowPassTranscendental(const KernelOp *root);
 /// Whether the CPU's pass evaluating `root` per element runs in vectors of Kernel::rowLanes.
 bool rowPassInVectors(const Kernel &k, const KernelOp *root);
 /// The reduces that are passes over the row, in the order they run: those in rowNodes not folded

@@ -300,12 +300,19 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
       for (size_t j = 0; j < withMoments; ++j) vec = vec && vectorPass(k.rowMoments[j].value);
       if (vec) {
         // independent partial results per unrolled vector, so that the accumulation's latency
-        // does not serialize the pass; combined (in any order: reassoc) after the row
+        // does not serialize the pass; combined (in any order: reassoc) after the row. A pass
+        // computing a transcendental per element (softmax's exp, ~20 instructions a vector on
+        // AVX2) spends far longer on each vector than an add's latency, so with AVX2's 16
+        // registers it keeps one partial result: the three others took the registers the exp's
+        // constants need (4 partial results spilled and reloaded the polynomial from memory every
+        // vector; W3 at OPT=5 ran ~10% faster with one). AVX-512's 32 registers hold both.
         lanes = k.rowLanes;
         int64_t vectors = full[n - 1].asInt() / lanes, unroll = vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
         size_t U = static_cast<size_t>(unroll);
-        std::vector<Value *> init(U, splat(vb.reduceInit(x->op, rdt).v));
-        note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
+        size_t P = !withMoments && k.opts.vectorBits < 512 && rowPassTranscendental(&src) ? 1 : U;
+        std::vector<Value *> init(P, splat(vb.reduceInit(x->op, rdt).v));
+        if (P == U) note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
+        else note("<{} x {}> vectors unrolled {}, {} partial result{}", lanes, rdt.name(), unroll, P, P == 1 ? "" : "s");
         if (withMoments) shifts = startRowMoments(idxs, init, U, lanes); // (the count: the elements each lane has seen)
         Value *inv = nullptr;
         auto step = [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {
@@ -313,7 +320,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
           note("accumulate a vector");
           std::vector<Value *> next = cur;
           size_t su = static_cast<size_t>(u);
-          next[su] = accumulate(alu, eval(src, vix, nullptr, lanes), cur[su], rdt);
+          next[su % P] = accumulate(alu, eval(src, vix, nullptr, lanes), cur[su % P], rdt);
           if (withMoments) {
             // (every lane of every partial result has seen as many elements: one count)
             if (u == 0) next.back() = countRowElement(cur.back(), inv);
@@ -326,7 +333,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         std::vector<Value *> acc = x == mergeInto ? eitherRow([&] { return vecPass(init, unroll, step); })
                                                   : vecPass(init, unroll, step);
         Value *all = acc[0];
-        for (size_t u = 1; u < U; ++u) all = vb.alu(alu, {Val{all, rdt}, Val{acc[u], rdt}}, rdt).v;
+        for (size_t u = 1; u < P; ++u) all = vb.alu(alu, {Val{all, rdt}, Val{acc[u], rdt}}, rdt).v;
         Value *r = alu == Op::Add ? b.CreateFAddReduce(ConstantFP::getNegativeZero(all->getType()->getScalarType()), all)
                                   : b.CreateFPMaximumReduce(all);
         std::vector<Value *> tailInit{r};

@@ -13,12 +13,6 @@ namespace lazyjit {
 
 using namespace llvm;
 
-namespace {
-
-bool transcendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op::Sin; }
-
-} // namespace
-
 void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>> &passes) {
   // an element-wise node read by two or more passes that computes a transcendental function is
   // worth an L1-resident array per row (softmax's exp: computed by the sum's pass, read by the
@@ -42,7 +36,7 @@ void CPULowerer::planRowScratch(const std::vector<std::vector<const KernelOp *>>
   auto isCostly = [&](const KernelOp *root) {
     walkOps(*root, [&](const KernelOp &x) { return rowPassDescends(x) && !costly.count(&x); }, [&](const KernelOp &x) {
       if (costly.count(&x)) return;
-      bool c = transcendental(x.op);
+      bool c = isTranscendental(x.op);
       if (rowPassDescends(x))
         for (const auto &s : x.src) c = costly.at(s.get()) || c;
       costly.emplace(&x, c);

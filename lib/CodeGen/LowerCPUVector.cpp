@@ -55,7 +55,11 @@ Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
 // values would be spilled around each libmvec call. 2^x = 2^k * 2^f with k = round(x), |f| <= 1/2,
 // 2^f from Cephes' exp2f polynomial (relative error below 2e-7, about 1.5 ulp; libmvec's is below
 // 1 ulp), and 2^k applied as two factors 2^(k/2) so that every k in [-160, 130] (results from 0
-// through the subnormals to inf) has normal factors. NaN stays NaN, +-inf give inf and 0.
+// through the subnormals to inf) has normal factors. NaN stays NaN, +-inf give inf and 0: the
+// clamps are compare-and-selects that keep a NaN x (x86's vmaxps/vminps with x second), so the
+// polynomial, and the product, are NaN with no select at the end (whatever the frozen integer
+// conversion of a NaN k gives, NaN times it is NaN). On AVX2 that select and its zero register
+// were two instructions of about twenty, and one register of the sixteen softmax's pass needs.
 //
 // With AVX-512 and DQ on 16 lanes: k = vrndscaleps(x) and f = vreduceps(x) (x - round(x), +0 for
 // +-inf), independent of each other, and vscalefps(p, k) gives inf, 0 or NaN for k = +inf, -inf,
@@ -83,7 +87,8 @@ Value *inlineExp2F32(IRBuilder<> &b, Value *x, bool avx512, bool dq) {
     return b.CreateIntrinsic(Intrinsic::x86_avx512_mask_scalef_ps_512, {},
                              {polynomial(f), kf, PoisonValue::get(ft), b.getInt16(0xffff), b.getInt32(4)});
   }
-  Value *xc = b.CreateBinaryIntrinsic(Intrinsic::minnum, b.CreateBinaryIntrinsic(Intrinsic::maxnum, x, c(-160.0)), c(130.0));
+  Value *lo = b.CreateSelect(b.CreateFCmpOLT(x, c(-160.0)), c(-160.0), x);
+  Value *xc = b.CreateSelect(b.CreateFCmpOGT(lo, c(130.0)), c(130.0), lo);
   Value *kf = b.CreateUnaryIntrinsic(Intrinsic::roundeven, xc);
   Value *p = polynomial(b.CreateFSub(xc, kf));
   Value *r;
@@ -93,12 +98,12 @@ Value *inlineExp2F32(IRBuilder<> &b, Value *x, bool avx512, bool dq) {
     r = b.CreateIntrinsic(Intrinsic::x86_avx512_mask_scalef_ps_512, {},
                           {p, kf, PoisonValue::get(ft), b.getInt16(0xffff), b.getInt32(4)});
   } else {
-    Value *k = b.CreateFPToSI(kf, it);
+    Value *k = b.CreateFreeze(b.CreateFPToSI(kf, it)); // (NaN: any value, not poison)
     Value *k1 = b.CreateAShr(k, ci(1)), *k2 = b.CreateSub(k, k1);
     auto pow2 = [&](Value *e) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ci(127)), ci(23)), ft); };
     r = b.CreateFMul(b.CreateFMul(p, pow2(k1)), pow2(k2));
   }
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+  return r;
 }
 
 // When the kernel's last output-upcast axis (size 4..64) is unit-stride in the output, the whole
