@@ -113,7 +113,7 @@ using graph_detail::leaveCache;
 
 LazyBuffer::~LazyBuffer() {
   --liveCounter();
-  if (inCache_ || keyedHead_) leaveCache(this);
+  if (inCache_ || keyed_.head) leaveCache(this);
   // leave every set first: nothing may see this buffer as a live child while its members go
   for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
   if (op) op->owners_.erase(this);

@@ -26,7 +26,8 @@ struct graph_detail::LazyCacheAccess {
   size_t listed = 0; // the entries in leaves' lists
   // a leaf that many ops read (a weight in every layer's reshape) does not scan a long list: the
   // rest go to the table, and the leaf says to look there too
-  static constexpr uint32_t kListMax = 16;
+  static constexpr auto linksOf = [](LazyBuffer &b) -> KeyedLinks<LazyBuffer> & { return b.keyed_; };
+  KeyedLists<LazyBuffer, decltype(linksOf)> lists{linksOf};
 
   static size_t hashOf(const std::string &device, DType dtype, OpType optype, const LazyOp &op, const LazyBuffer *base) {
     size_t h = std::hash<std::string>{}(device);
@@ -55,9 +56,8 @@ struct graph_detail::LazyCacheAccess {
       return hit != nullptr;
     };
     if (LazyBuffer *key = op.newestLeaf()) {
-      for (LazyBuffer *b = key->keyedHead_; b; b = b->keyNext_)
-        if (b->cacheHash_ == h && match(b)) return hit;
-      if (!key->keyedOverflow_) return nullptr;
+      if (lists.find(*key, [&](LazyBuffer *b) { return b->cacheHash_ == h && match(b); })) return hit;
+      if (!key->keyed_.overflow) return nullptr;
     }
     buffers.find(h, match);
     return hit;
@@ -67,35 +67,25 @@ struct graph_detail::LazyCacheAccess {
     b.cacheHash_ = h;
     b.cacheOp_ = b.op;
     LazyBuffer *key = b.op->newestLeaf();
-    if (key && key->keyedCount_ < kListMax) {
-      b.cacheKey_ = key;
-      b.keyNext_ = key->keyedHead_;
-      if (b.keyNext_) b.keyNext_->keyPrev_ = &b;
-      key->keyedHead_ = &b;
-      ++key->keyedCount_;
+    if (key && lists.file(b, *key)) {
       ++listed;
       return;
     }
-    if (key) key->keyedOverflow_ = true;
     buffers.insert(h, &b);
   }
   void erase(LazyBuffer &b) {
     b.inCache_ = false;
-    LazyBuffer *key = b.cacheKey_;
-    if (!key) {
+    if (!b.keyed_.key) {
       buffers.erase(b.cacheHash_, &b);
       return;
     }
-    (b.keyPrev_ ? b.keyPrev_->keyNext_ : key->keyedHead_) = b.keyNext_;
-    if (b.keyNext_) b.keyNext_->keyPrev_ = b.keyPrev_;
-    b.cacheKey_ = b.keyNext_ = b.keyPrev_ = nullptr;
-    --key->keyedCount_;
+    lists.unfile(b);
     --listed;
   }
   /// Leaf `key` dies: the entries in its list leave the cache (those it sent to the table stay
   /// until they die; no lookup finds them, as none can equal their ops).
   void dropList(LazyBuffer &key) {
-    while (LazyBuffer *b = key.keyedHead_) erase(*b);
+    while (LazyBuffer *b = key.keyed_.head) erase(*b);
   }
   /// `b` dies: its entry and the entries filed under it go.
   void leave(LazyBuffer &b) {

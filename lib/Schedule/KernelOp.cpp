@@ -15,15 +15,21 @@
 
 namespace lazyjit {
 
-namespace {
-
-// The live nodes, in an open-addressed table (ProbeTable) of pointers with their hashes: one
-// allocation per rehash, none per node, where a node-based hash map would add one to every node
-// the scheduler builds; a probe compares the slot's hash, not the node's.
-struct InternTable {
+// The live nodes: a node with sources in a list on its first source (KeyedList.h), a leaf (and a
+// node whose first source's list is full) in an open-addressed table (ProbeTable) of pointers with
+// their hashes: one allocation per rehash, none per node, where a node-based hash map would add
+// one to every node the scheduler builds; a probe compares the slot's hash, not the node's.
+struct KernelOpInterning {
   std::mutex mu;
   ProbeTable<const KernelOp *> nodes;
+  size_t listed = 0;
+  static constexpr auto linksOf = [](const KernelOp &x) -> KeyedLinks<const KernelOp> & { return x.keyed_; };
+  KeyedLists<const KernelOp, decltype(linksOf)> lists{linksOf};
 };
+
+namespace {
+
+using InternTable = KernelOpInterning;
 InternTable &internTable() {
   static InternTable *t = new InternTable(); // never destroyed: nodes may outlive static destruction
   return *t;
@@ -59,11 +65,12 @@ KernelOpRef KernelOp::make(Op op, KernelOpRefs src, LazyOpArg arg) {
   size_t h = nodeHash(op, src, arg);
   InternTable &t = internTable();
   std::shared_ptr<KernelOp> found; // released (if ever) after the lock, whose mutex its destructor takes
+  const KernelOp *key = src.empty() ? nullptr : src[0].get();
   {
     std::lock_guard lock(t.mu);
-    t.nodes.find(h, [&](const KernelOp *node) {
+    auto match = [&](const KernelOp *node) {
       const KernelOp &x = *node;
-      if (x.op != op || x.src.size() != src.size()) return false;
+      if (x.hash_ != h || x.op != op || x.src.size() != src.size()) return false;
       for (size_t i = 0; i < src.size(); ++i)
         if (x.src[i] != src[i]) return false;
       if (!identicalArg(x.arg, arg)) return false;
@@ -72,10 +79,13 @@ KernelOpRef KernelOp::make(Op op, KernelOpRefs src, LazyOpArg arg) {
       // explains: the const one locks a temporary owner
       found = const_cast<KernelOp &>(x).weak_from_this().lock();
       return found != nullptr;
-    });
+    };
+    if (key) t.lists.find(*key, match);
+    if (!found && (!key || key->keyed_.overflow)) t.nodes.find(h, match);
     if (found) return found;
     found = std::allocate_shared<KernelOp>(NodePoolAllocator<KernelOp>(), Token(), op, std::move(src), std::move(arg), h);
-    t.nodes.insert(h, found.get());
+    if (key && t.lists.file(*found, *key)) ++t.listed;
+    else t.nodes.insert(h, found.get());
   }
   return found;
 }
@@ -116,7 +126,14 @@ KernelOp::~KernelOp() {
   {
     InternTable &t = internTable();
     std::lock_guard lock(t.mu);
-    t.nodes.erase(hash_, this); // (an equal node made while this one was dying stays)
+    // (an equal node made while this one was dying stays; the nodes filed under this one are
+    // gone: each held this one as its first source until its own destructor unfiled it)
+    if (keyed_.key) {
+      t.lists.unfile(*this);
+      --t.listed;
+    } else {
+      t.nodes.erase(hash_, this);
+    }
   }
   // (the sources are this node's own: nothing else can see it any more)
   for (auto &s : const_cast<KernelOpRefs &>(src)) deferRelease(std::move(s));
@@ -124,7 +141,7 @@ KernelOp::~KernelOp() {
 
 size_t kernelOpCount() {
   std::lock_guard lock(internTable().mu);
-  return internTable().nodes.size();
+  return internTable().nodes.size() + internTable().listed;
 }
 
 const ShapeTracker &KernelOp::bufferSt() const {

@@ -107,6 +107,37 @@ TEST_CASE("KernelOp: a node leaves the table when its last owner drops it") {
   CHECK(kernelOpCount() == before);
 }
 
+TEST_CASE("KernelOp: nodes filed under their first source stay one node per structure past a full list") {
+  // a node with sources is filed in a short list on its first source (KeyedList.h, 16 at most);
+  // the others go to the table: 40 users of one source, found again wherever they were filed,
+  // some dropped from the middle of the list and of the table, then built again
+  size_t before = kernelOpCount();
+  KernelOpRef x = load(9, {6, 7});
+  std::vector<KernelOpRef> users;
+  for (int i = 0; i < 40; ++i) users.push_back(KernelOp::make(Op::Add, {x, constant(i, {6, 7})}));
+  size_t all = kernelOpCount();
+  CHECK(all == before + 1 + 40 + 40);
+  for (int i = 0; i < 40; ++i) CHECK(KernelOp::make(Op::Add, {x, constant(i, {6, 7})}) == users[i]);
+  CHECK(kernelOpCount() == all);
+  // (the list holds the newest first: index 38 is in it, 3 in the table)
+  for (int i : {3, 20, 38}) users[i].reset();
+  CHECK(kernelOpCount() == all - 6);
+  for (int i = 0; i < 40; ++i) {
+    KernelOpRef again = KernelOp::make(Op::Add, {x, constant(i, {6, 7})});
+    if (users[i]) CHECK(again == users[i]);
+    else users[i] = again;
+  }
+  CHECK(kernelOpCount() == all);
+  // a source with its users gone files new ones in its list again
+  users.clear();
+  CHECK(kernelOpCount() == before + 1);
+  KernelOpRef y = KernelOp::make(Op::Add, {x, constant(1, {6, 7})});
+  CHECK(KernelOp::make(Op::Add, {x, constant(1, {6, 7})}) == y);
+  y.reset();
+  x.reset();
+  CHECK(kernelOpCount() == before);
+}
+
 TEST_CASE("KernelOp: threads building and dropping the same nodes share them") {
   // every thread builds the same trees over and over while the others drop theirs: a node found
   // while it is dying is replaced by a new one, and no thread ever gets two nodes for one structure

@@ -24,6 +24,7 @@
 
 #include "lazyjit/Graph/GraphOptions.h"
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Support/KeyedList.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -174,15 +175,10 @@ private:
   std::weak_ptr<const LazyOp> cacheOp_;
   /// Creation order: an op's newest leaf is the one with the greatest serial (LazyOp::newestLeaf).
   const uint64_t serial_;
-  /// The cache files this buffer under its op's newest leaf, `cacheKey_`, in that leaf's list
-  /// (`keyedHead_`, linked through `keyNext_`/`keyPrev_`), or in its table when the op has no leaf
-  /// or the leaf's list is full (`keyedOverflow_`: look in the table too). A leaf that dies takes
+  /// The cache files this buffer under its op's newest leaf, in that leaf's list (KeyedList.h),
+  /// or in its table when the op has no leaf or the leaf's list is full. A leaf that dies takes
   /// its list out of the cache: no live op can equal theirs any more.
-  LazyBuffer *cacheKey_ = nullptr;
-  LazyBuffer *keyNext_ = nullptr, *keyPrev_ = nullptr;
-  LazyBuffer *keyedHead_ = nullptr;
-  uint32_t keyedCount_ = 0;
-  bool keyedOverflow_ = false;
+  KeyedLinks<LazyBuffer> keyed_;
 
   LazyBufferRef reduceOp(const GraphOptions &o, Op op, const Shape &newShape);
   void linkOp();

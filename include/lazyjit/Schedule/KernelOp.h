@@ -11,6 +11,7 @@
 #pragma once
 
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Support/KeyedList.h"
 
 #include <memory>
 #include <optional>
@@ -84,9 +85,14 @@ public:
   std::vector<const KernelOp *> uniqueOps() const;
 
 private:
+  friend struct KernelOpInterning; // KernelOp.cpp
   size_t hash_;
   std::optional<DType> dtype_;
   const Shape *shape_ = nullptr;
+  /// The intern table files a node with sources under its first one (KeyedList.h: a lookup reads
+  /// that source's short list instead of probing a table as large as every kernel), a leaf in its
+  /// table. Guarded by the table's lock.
+  mutable KeyedLinks<const KernelOp> keyed_;
 };
 
 /// The node a walk descends into from a source (LazyOpWalk.h): every KernelOp source is one.
