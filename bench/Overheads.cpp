@@ -73,25 +73,43 @@ Result benchW9b(const std::string &device, int ops) {
   int warmups = ops <= 200 ? 10 : 1, reps = ops <= 200 ? 51 : ops <= 20000 ? 7 : 3;
   // heap allocations (operator new) and blocks from the node pool, counted apart
   uint64_t buildAllocs = 0, scheduleAllocs = 0, buildPooled = 0, schedulePooled = 0;
+  // each call's three phases apart (the rate is their sum, the call): building the graph,
+  // scheduling it, and freeing both (the graph and the kernel IR)
+  std::vector<double> building, scheduling, freeing;
   Timing tb = timeIt([&] {
-    uint64_t a0 = allocationCount(), p0 = nodePoolAllocations();
-    Tensor t = base;
-    for (int i = 0; i < ops; ++i) t = (i % 2) ? t.add(1.0 + i) : t.mul(1.0001);
-    uint64_t a1 = allocationCount(), p1 = nodePoolAllocations();
-    auto s = schedule(t.lazydata());
-    (void)s;
-    buildAllocs = a1 - a0;
-    scheduleAllocs = allocationCount() - a1;
-    buildPooled = p1 - p0;
-    schedulePooled = nodePoolAllocations() - p1;
+    auto t0 = Clock::now(), t1 = t0, t2 = t0;
+    {
+      uint64_t a0 = allocationCount(), p0 = nodePoolAllocations();
+      Tensor t = base;
+      for (int i = 0; i < ops; ++i) t = (i % 2) ? t.add(1.0 + i) : t.mul(1.0001);
+      uint64_t a1 = allocationCount(), p1 = nodePoolAllocations();
+      t1 = Clock::now();
+      auto s = schedule(t.lazydata());
+      t2 = Clock::now();
+      buildAllocs = a1 - a0;
+      scheduleAllocs = allocationCount() - a1;
+      buildPooled = p1 - p0;
+      schedulePooled = nodePoolAllocations() - p1;
+    }
+    building.push_back(seconds(t0, t1));
+    scheduling.push_back(seconds(t1, t2));
+    freeing.push_back(seconds(t2, Clock::now()));
   }, warmups, reps); // at 200 a call takes ~1 ms: more repetitions, so the median is not the allocator's warm-up
   std::string id = ops == 200 ? "W9b" : ops % 1000 == 0 ? fmt::format("W9b-{}k", ops / 1000) : fmt::format("W9b-{}", ops);
-  Result b{id, fmt::format("build + schedule per element-wise op (chain of {})", ops), "us/op"};
+  Result b{id, fmt::format("build, schedule and free, per element-wise op (chain of {})", ops), "us/op"};
   b.t = tb;
   b.rate = tb.median / ops * 1e6;
   auto perOp = [&](uint64_t n) { return static_cast<double>(n) / ops; };
-  b.note = fmt::format("per op: {:.1f} heap allocations + {:.1f} node-pool blocks building, {:.1f} + {:.1f} scheduling",
-                       perOp(buildAllocs), perOp(buildPooled), perOp(scheduleAllocs), perOp(schedulePooled));
+  // the medians of the timed calls' phases (the first call and the warm-ups left out)
+  auto phase = [&](std::vector<double> v) {
+    v.erase(v.begin(), v.end() - reps);
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2] / ops * 1e6;
+  };
+  b.note = fmt::format("per op: build {:.2f} + schedule {:.2f} + free {:.2f} us (phase medians); {:.1f} heap "
+                       "allocations + {:.1f} node-pool blocks building, {:.1f} + {:.1f} scheduling",
+                       phase(building), phase(scheduling), phase(freeing), perOp(buildAllocs), perOp(buildPooled),
+                       perOp(scheduleAllocs), perOp(schedulePooled));
   return b;
 }
 
