@@ -145,6 +145,11 @@ private:
   Value *guardedLoad(const NodeRef &valid, llvm::Type *vt, const char *name,
                      const std::function<Value *(const NodeRef &laneValid)> &load);
   Value *gather(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, const NodeRef &valid);
+  /// Buffer `bi` read across the vector axis and contiguously along another output-upcast axis
+  /// of `lanes` elements (a transpose tile): its lanes x lanes block loaded as rows and
+  /// transposed in registers, every combination's vector put in the load cache; null when the
+  /// buffer is not read so.
+  Value *transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, DType dt);
   /// Each lane's address of buffer `memIdx` at `idx` (bounds-checked under `mask`, null: every lane).
   Value *laneAddresses(int memIdx, Value *ptr, llvm::Type *et, const NodeRef &idx, Value *mask);
   void vecStore(const std::vector<NodeRef> &idxs, Val v);

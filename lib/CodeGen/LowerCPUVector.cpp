@@ -1,6 +1,7 @@
 // Vector mode of the CPU lowering: one upcast axis of the kernel emitted as one LLVM vector, with
 // vector loads, splats, masked loads and gathers for its inputs, vector accumulators, masked or
 // streaming vector stores, and libmvec calls for exp2/log2/sin.
+#include "HeuristicsCPU.h"
 #include "LowerCPU.h"
 #include "VectorMath.h"
 #include "lazyjit/Support/Error.h"
@@ -301,12 +302,72 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
         if (!laneValid) return b.CreateAlignedLoad(vt, p, align);
         return b.CreateMaskedLoad(vt, p, align, maskFor(laneValid), vecZero(dt));
       });
+    } else if (Value *rows = alwaysValid ? transposedLoad(bi, idxs, dt) : nullptr) {
+      out.v = rows;
     } else {
       out.v = gather(mi, ptr, et, idx, valid);
     }
   }
   loadCache[key] = out;
   return out;
+}
+
+// A transpose tile (HeuristicsCPUTiles.cpp) with the output's axis as the vector: the input moves
+// by S along the lanes and by 1 along the other upcast axis t, so the vector of combination t = j
+// is column j of the lanes x lanes block whose rows (one per lane) are contiguous. The rows are
+// loaded once and transposed by log2(lanes) stages of two-source shuffles (each stage swaps the
+// off-diagonal blocks of half the size: 24 shuffles for 8 lanes, which x86 lowers to unpacks,
+// shufps and vperm2f128), where each combination's gather read the input element by element.
+Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, DType dt) {
+  if (vecReduce || (lanes & (lanes - 1)) != 0 || lanes > 16) return nullptr;
+  const ShapeTracker &st = k.sts[bi];
+  if (st.views.size() != 1 || st.views.back().mask) return nullptr; // (the index is then affine)
+  int t = -1;
+  for (int a : nest.outUp)
+    if (a != vecAxis && idxs[a]->isNum() && k.fullShape()[a].isInt() && k.fullShape()[a].asInt() == lanes) {
+      t = a;
+      break;
+    }
+  if (t < 0) return nullptr;
+  auto sv = cpu_heuristics::strideOf(k, bi, static_cast<size_t>(vecAxis));
+  auto su = cpu_heuristics::strideOf(k, bi, static_cast<size_t>(t));
+  if (!sv || !su || *su != 1 || *sv == 0 || *sv == 1) return nullptr;
+  std::vector<NodeRef> at = idxs;
+  at[t] = numNode(0);
+  at[vecAxis] = numNode(0);
+  Value *start = asI64(render(*access(bi, at).idx));
+  int mi = k.bufs[bi]->memBuffer().idx;
+  Type *et = vb.regType(dt);
+  Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
+  note("load buffer {}: {} rows of {} lanes, transposed in registers", mi, lanes, lanes);
+  std::vector<Value *> rows;
+  for (int64_t i = 0; i < lanes; ++i) {
+    Value *first = b.CreateAdd(start, i64(i * *sv));
+    if (boundsReport) checkAccess(mi, laneIndices(first, lanes), nullptr);
+    rows.push_back(b.CreateAlignedLoad(vt, b.CreateInBoundsGEP(et, bufPtrs.at(mi), first), Align(dt.itemsize())));
+  }
+  for (int64_t d = lanes / 2; d >= 1; d /= 2) {
+    llvm::SmallVector<int, 16> lo, hi;
+    for (int64_t l = 0; l < lanes; ++l) {
+      bool inLow = (l & d) == 0;
+      lo.push_back(static_cast<int>(inLow ? l : lanes + l - d));
+      hi.push_back(static_cast<int>(inLow ? l + d : lanes + l));
+    }
+    for (int64_t r = 0; r < lanes; ++r) {
+      if (r & d) continue;
+      Value *x = rows[r], *y = rows[r + d];
+      rows[r] = b.CreateShuffleVector(x, y, lo);
+      rows[r + d] = b.CreateShuffleVector(x, y, hi);
+    }
+  }
+  // every combination's vector, under the key laneLeaf looks it up by
+  for (int64_t j = 0; j < lanes; ++j) {
+    at = idxs;
+    at[t] = numNode(j);
+    auto [idx, valid] = access(bi, at);
+    loadCache["v" + std::to_string(bi) + "|" + idx->key() + "|" + valid->key()] = Val{rows[j], dt};
+  }
+  return rows[idxs[t]->num];
 }
 
 std::optional<CPULowerer::OutputVector> CPULowerer::outputVector(const std::vector<NodeRef> &idxs) {

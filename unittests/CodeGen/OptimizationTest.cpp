@@ -58,6 +58,8 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
   Tensor mask = rnd({64, 96}, 22).gt(0);
   Tensor sq = rnd({96, 96}, 23), t4 = rnd({2, 16, 8, 12}, 24);
   Tensor dw = rnd({8, 1, 3, 3}, 25), dwx = rnd({2, 8, 12, 16}, 26);
+  Tensor a64 = a.cast(dtypes::float64);
+  a64.realize();
   Tensor runs = rnd({6, 40, 12}, 27);
   // a conv layer's input or weight gradient (relu keeps the output gradient a real buffer)
   auto convGrad = [&](bool input) {
@@ -94,6 +96,12 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       {"transpose 64x48 (8 x 8 tiles)", [&] { return a.transpose(0, 1).contiguous(); }, {OptOp::Upcast}},
       {"batched transpose", [&] { return big.transpose(1, 2).contiguous(); }, {OptOp::Upcast}},
       {"x.T + x", [&] { return sq.transpose(0, 1).add(sq); }, {OptOp::Upcast}},
+      // square tiles of floats transpose the input's rows in registers (CPULowerer::transposedLoad)
+      {"transpose in float64", [&] { return a64.transpose(0, 1).contiguous().cast(dtypes::float32); }, {OptOp::Upcast}},
+      {"x.T * a column broadcast along the rows", [&] { return sq.transpose(0, 1).mul(c.reshape({96, 1})); },
+       {OptOp::Upcast}},
+      {"x.T of a padded input (a masked view: the scalar tile)", [&] { return a.pad2d({0, 8}).transpose(0, 1).contiguous(); },
+       {OptOp::Upcast}},
       {"NCHW -> NHWC with 12 columns (8 x 4 tiles)", [&] { return t4.permute({0, 2, 3, 1}).contiguous(); },
        {OptOp::Upcast}},
       {"odd transpose 13x7 (no tile)", [&] { return odd1.transpose(0, 1).contiguous(); }, {}},
