@@ -184,7 +184,23 @@ ShapeTracker ShapeTracker::stride(const std::vector<int64_t> &mul) const {
   return withLast(views.back().stride(mul));
 }
 
+// (concrete, every dim at least 1: the element count as a plain product)
+static std::optional<int64_t> positiveCount(const Shape &s) {
+  int64_t n = 1;
+  for (const SInt &d : s) {
+    if (!d.isInt() || d.asInt() < 1) return std::nullopt;
+    n *= d.asInt();
+  }
+  return n;
+}
+
 ShapeTracker ShapeTracker::reshape(const Shape &newShape, bool mergeView) const {
+  // A plain tracker (one contiguous view) reshapes to the plain tracker of the new shape, as
+  // View::reshape does (the reference's `if self.contiguous: return View.create(new_shape)`),
+  // shared from the per-thread table instead of a new stack: a scalar operand reshapes a 0-d
+  // constant to (1, ..., 1) at every op.
+  if (mergeView && views.size() == 1 && views.back().contiguous)
+    if (auto n = positiveCount(newShape); n && n == positiveCount(shape())) return fromShape(newShape);
   if (mergeView)
     if (auto v = views.back().reshape(newShape)) return withLast(std::move(*v));
   // The size check of View::reshape runs in both paths so a bad reshape always throws.

@@ -96,3 +96,22 @@ TEST_CASE("ViewStack: a stack is symbolic when any shape, stride, offset or mask
   CHECK(padded.views.symbolic());
   CHECK(padded.vars().size() == 1);
 }
+
+TEST_CASE("ViewStack: a plain tracker reshaped is the new shape's plain tracker, shared") {
+  // the reference's View.reshape: a contiguous view reshapes to View.create(new_shape)
+  ShapeTracker scalar = ShapeTracker::fromShape(Shape{});
+  ShapeTracker ones = scalar.reshape(toShape({1, 1}));
+  CHECK(ones.views.sameAs(ShapeTracker::fromShape(toShape({1, 1})).views));
+  CHECK(ones == ShapeTracker::fromShape(toShape({1, 1})));
+  ShapeTracker m = ShapeTracker::fromShape(toShape({6, 4})).reshape(toShape({3, 8}));
+  CHECK(m.views.sameAs(ShapeTracker::fromShape(toShape({3, 8})).views));
+  CHECK(m.views.size() == 1);
+  CHECK(m.views.back().contiguous);
+  // not plain: a permuted view goes through View::reshape (here it cannot merge: a second view)
+  ShapeTracker t = ShapeTracker::fromShape(toShape({6, 4})).permute({1, 0}).reshape(toShape({24}));
+  CHECK(t.views.size() == 2);
+  // a bad size still throws, and a zero-size shape takes View::reshape's path
+  CHECK_THROWS_WITH_AS(ShapeTracker::fromShape(toShape({6, 4})).reshape(toShape({5, 5})),
+                       doctest::Contains("reshape"), Error);
+  CHECK(ShapeTracker::fromShape(toShape({0, 4})).reshape(toShape({4, 0})).shape() == toShape({4, 0}));
+}
