@@ -141,6 +141,29 @@ struct PlainTrackers {
   }
 };
 thread_local PlainTrackers plainTrackers;
+
+/// The last few expands of concrete trackers made on this thread, by source stack (its identity:
+/// the entry keeps it alive, so its address names no other stack) and shape: a scalar operand
+/// expands the shared (1, ..., 1) plain tracker to the other operand's shape at every op.
+struct ExpandMemo {
+  static constexpr size_t kEntries = 4;
+  struct Entry {
+    ViewStack src, out;
+  };
+  Entry entries[kEntries];
+  size_t next = 0;
+
+  const ViewStack *find(const ViewStack &src, const Shape &shape) const {
+    for (const auto &e : entries)
+      if (e.src.sameAs(src) && !e.out.empty() && e.out.back().shape == shape) return &e.out;
+    return nullptr;
+  }
+  void put(const ViewStack &src, const ViewStack &out) {
+    entries[next] = Entry{src, out};
+    next = (next + 1) % kEntries;
+  }
+};
+thread_local ExpandMemo expandMemo;
 } // namespace
 
 ShapeTracker ShapeTracker::fromShape(const Shape &shape) {
@@ -175,7 +198,12 @@ ShapeTracker ShapeTracker::withLast(View v) const {
 ShapeTracker ShapeTracker::pad(const PadArg &arg) const { return withLast(views.back().pad(arg)); }
 ShapeTracker ShapeTracker::shrink(const PadArg &arg) const { return withLast(views.back().shrink(arg)); }
 ShapeTracker ShapeTracker::expand(const Shape &newShape) const {
-  return withLast(views.back().expand(newShape));
+  bool memo = !views.symbolic() && std::all_of(newShape.begin(), newShape.end(), [](const SInt &s) { return s.isInt(); });
+  if (memo)
+    if (const ViewStack *hit = expandMemo.find(views, newShape)) return ShapeTracker{*hit};
+  ShapeTracker out = withLast(views.back().expand(newShape));
+  if (memo) expandMemo.put(views, out.views);
+  return out;
 }
 ShapeTracker ShapeTracker::permute(const std::vector<int64_t> &axis) const {
   return withLast(views.back().permute(axis));

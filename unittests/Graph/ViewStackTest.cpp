@@ -115,3 +115,25 @@ TEST_CASE("ViewStack: a plain tracker reshaped is the new shape's plain tracker,
                        doctest::Contains("reshape"), Error);
   CHECK(ShapeTracker::fromShape(toShape({0, 4})).reshape(toShape({4, 0})).shape() == toShape({4, 0}));
 }
+
+TEST_CASE("ViewStack: expanding one stack to one shape again shares the first result") {
+  // a scalar operand: the 0-d constant's (1, 1) plain tracker expanded to the other operand's shape
+  ShapeTracker ones = ShapeTracker::fromShape(Shape{}).reshape(toShape({1, 1}));
+  ShapeTracker a = ones.expand(toShape({4, 8})), b = ones.expand(toShape({4, 8}));
+  CHECK(a.views.sameAs(b.views));
+  CHECK(a.shape() == toShape({4, 8}));
+  CHECK(a.views.back().strides == toShape({0, 0}));
+  // another shape, or another source stack with equal views, builds its own (equal by value)
+  ShapeTracker c = ones.expand(toShape({4, 9}));
+  CHECK_FALSE(c.views.sameAs(a.views));
+  ShapeTracker other = ShapeTracker::fromShape(toShape({1, 1})).permute({1, 0});
+  REQUIRE(other == ones);
+  ShapeTracker d = other.expand(toShape({4, 8}));
+  CHECK_FALSE(d.views.sameAs(a.views));
+  CHECK(d == a);
+  // symbolic shapes are not memoized
+  SInt n = var("n", 1, 8);
+  ShapeTracker s1 = ones.expand({n, SInt(8)}), s2 = ones.expand({n, SInt(8)});
+  CHECK_FALSE(s1.views.sameAs(s2.views));
+  CHECK(s1 == s2);
+}
