@@ -47,24 +47,6 @@ std::vector<LazyBufferRef> WeakBufferSet::live() const {
 
 // ---- flags ------------------------------------------------------------------------------------------
 
-namespace {
-// level 5 is row fusion over level 2's decisions: the movement-op pushing of levels 3 and 4 gives
-// the CPU's convolution kernels layouts they run 1.6x slower (W10: 782 vs 482 ms/step)
-constexpr FusionFlags flagsOfLevel(int l) {
-  bool push = l == 3 || l == 4;
-  return FusionFlags{l >= 1, l >= 1, l >= 1, l >= 1, l >= 2, l >= 2, push, push, l == 4, l >= 5, l >= 5};
-}
-// every Tensor op asks for its level's flags (a few times): a constant table, not ten comparisons
-// or a guarded static per call
-constexpr FusionFlags kLevelFlags[] = {flagsOfLevel(0), flagsOfLevel(1), flagsOfLevel(2),
-                                       flagsOfLevel(3), flagsOfLevel(4), flagsOfLevel(5)};
-} // namespace
-
-FusionFlags FusionFlags::forLevel(int opt) {
-  if (opt >= 0 && opt < static_cast<int>(std::size(kLevelFlags))) return kLevelFlags[opt];
-  return flagsOfLevel(opt);
-}
-
 GraphOptions GraphOptions::forLevel(int opt) {
   GraphOptions o;
   o.fusion = FusionFlags::forLevel(opt);
