@@ -322,16 +322,17 @@ Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, D
   if (vecReduce || (lanes & (lanes - 1)) != 0 || lanes > 16) return nullptr;
   const ShapeTracker &st = k.sts[bi];
   if (st.views.size() != 1 || st.views.back().mask) return nullptr; // (the index is then affine)
+  auto sv = cpu_heuristics::strideOf(k, bi, static_cast<size_t>(vecAxis));
+  if (!sv || *sv == 0 || *sv == 1) return nullptr;
+  // the other output-upcast axis of `lanes` elements along which the input is contiguous
   int t = -1;
   for (int a : nest.outUp)
-    if (a != vecAxis && idxs[a]->isNum() && k.fullShape()[a].isInt() && k.fullShape()[a].asInt() == lanes) {
+    if (a != vecAxis && idxs[a]->isNum() && k.fullShape()[a].isInt() && k.fullShape()[a].asInt() == lanes &&
+        cpu_heuristics::strideOf(k, bi, static_cast<size_t>(a)) == 1) {
       t = a;
       break;
     }
   if (t < 0) return nullptr;
-  auto sv = cpu_heuristics::strideOf(k, bi, static_cast<size_t>(vecAxis));
-  auto su = cpu_heuristics::strideOf(k, bi, static_cast<size_t>(t));
-  if (!sv || !su || *su != 1 || *sv == 0 || *sv == 1) return nullptr;
   std::vector<NodeRef> at = idxs;
   at[t] = numNode(0);
   at[vecAxis] = numNode(0);

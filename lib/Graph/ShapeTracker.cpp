@@ -212,13 +212,11 @@ ShapeTracker ShapeTracker::stride(const std::vector<int64_t> &mul) const {
   return withLast(views.back().stride(mul));
 }
 
-// (concrete, every dim at least 1: the element count as a plain product)
+// (concrete, every dim at least 1, and a count that fits: the element count as a plain product)
 static std::optional<int64_t> positiveCount(const Shape &s) {
   int64_t n = 1;
-  for (const SInt &d : s) {
-    if (!d.isInt() || d.asInt() < 1) return std::nullopt;
-    n *= d.asInt();
-  }
+  for (const SInt &d : s)
+    if (!d.isInt() || d.asInt() < 1 || __builtin_mul_overflow(n, d.asInt(), &n)) return std::nullopt;
   return n;
 }
 
