@@ -319,7 +319,8 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
 // off-diagonal blocks of half the size: 24 shuffles for 8 lanes, which x86 lowers to unpacks,
 // shufps and vperm2f128), where each combination's gather read the input element by element.
 Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, DType dt) {
-  if (vecReduce || (lanes & (lanes - 1)) != 0 || lanes > 16) return nullptr;
+  // (a row kernel's passes are vectors of its row lanes, not of an upcast axis: vecAxis is -1)
+  if (vecAxis < 0 || vecReduce || (lanes & (lanes - 1)) != 0 || lanes > 16) return nullptr;
   const ShapeTracker &st = k.sts[bi];
   if (st.views.size() != 1 || st.views.back().mask) return nullptr; // (the index is then affine)
   auto sv = cpu_heuristics::strideOf(k, bi, static_cast<size_t>(vecAxis));
