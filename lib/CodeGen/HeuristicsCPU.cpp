@@ -66,6 +66,13 @@ std::optional<int64_t> cpu_heuristics::strideOf(const Kernel &k, size_t buf, siz
   return rs[axis]->asInt();
 }
 
+bool cpu_heuristics::readsTransposed(const Kernel &k, size_t buf, size_t across, size_t along) {
+  const ShapeTracker &st = k.sts[buf];
+  if (st.views.size() != 1 || st.views.back().mask) return false;
+  auto s = strideOf(k, buf, across);
+  return s && *s != 0 && *s != 1 && strideOf(k, buf, along) == 1;
+}
+
 bool cpu_heuristics::unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit) {
   bool unit = false;
   for (size_t i = 1; i < k.bufs.size(); ++i) {

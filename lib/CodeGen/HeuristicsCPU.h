@@ -41,6 +41,10 @@ bool independentOf(const Kernel &k, size_t buf, size_t axis);
 
 /// The stride of buffer `buf` along `axis` when it is exact and an integer (ignoring validity).
 std::optional<int64_t> strideOf(const Kernel &k, size_t buf, size_t axis);
+/// Whether buffer `buf` is read across `across` (an exact stride other than 0 and 1) and
+/// contiguously along `along`, through one unmasked view (its index is then affine): a transposed
+/// input, which the lowering loads as rows and transposes in registers (transposedLoad).
+bool readsTransposed(const Kernel &k, size_t buf, size_t across, size_t along);
 /// Whether every input (constants aside) reads along `axis` with stride 1 or 0 (contiguous or
 /// broadcast); `anyUnit` (optional) tells whether one of them has stride 1.
 bool unitOrBroadcastAlong(const Kernel &k, size_t axis, bool *anyUnit = nullptr);

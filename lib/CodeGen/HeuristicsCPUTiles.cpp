@@ -82,10 +82,9 @@ bool cpu_heuristics::transposeTile(Kernel &k) {
     DType dt = k.bufs[i]->bufferDType();
     square = dt == dtypes::float32 || dt == dtypes::float64;
     if (!square || i == 0 || k.bufs[i]->op == Op::Const) continue;
-    auto so = strideOf(k, i, o);
+    auto so = strideOf(k, i, static_cast<size_t>(o));
     if (so && (*so == 0 || *so == 1)) continue;
-    const ShapeTracker &st = k.sts[i];
-    square = st.views.size() == 1 && !st.views.back().mask && strideOf(k, i, along) == 1;
+    square = readsTransposed(k, i, static_cast<size_t>(o), static_cast<size_t>(along));
   }
   int first = square ? along : o, second = square ? o : along;
   int64_t firstAmt = square ? ra : ro, secondAmt = square ? ro : ra;

@@ -313,7 +313,7 @@ void CPULowerer::emitRowBody(Value *start, Value *end) {
         size_t P = !withMoments && k.opts.vectorBits < 512 && rowPassTranscendental(&src) ? 1 : U;
         std::vector<Value *> init(P, splat(vb.reduceInit(x->op, rdt).v));
         if (P == U) note("<{} x {}> vectors, {} partial results", lanes, rdt.name(), unroll);
-        else note("<{} x {}> vectors unrolled {}, {} partial result{}", lanes, rdt.name(), unroll, P, P == 1 ? "" : "s");
+        else note("<{} x {}> vectors unrolled {}, 1 partial result", lanes, rdt.name(), unroll);
         if (withMoments) shifts = startRowMoments(idxs, init, U, lanes); // (the count: the elements each lane has seen)
         Value *inv = nullptr;
         auto step = [&](const std::vector<NodeRef> &vix, int64_t u, const std::vector<Value *> &cur) {

@@ -321,19 +321,16 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
 Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, DType dt) {
   // (a row kernel's passes are vectors of its row lanes, not of an upcast axis: vecAxis is -1)
   if (vecAxis < 0 || vecReduce || (lanes & (lanes - 1)) != 0 || lanes > 16) return nullptr;
-  const ShapeTracker &st = k.sts[bi];
-  if (st.views.size() != 1 || st.views.back().mask) return nullptr; // (the index is then affine)
-  auto sv = cpu_heuristics::strideOf(k, bi, static_cast<size_t>(vecAxis));
-  if (!sv || *sv == 0 || *sv == 1) return nullptr;
   // the other output-upcast axis of `lanes` elements along which the input is contiguous
   int t = -1;
   for (int a : nest.outUp)
     if (a != vecAxis && idxs[a]->isNum() && k.fullShape()[a].isInt() && k.fullShape()[a].asInt() == lanes &&
-        cpu_heuristics::strideOf(k, bi, static_cast<size_t>(a)) == 1) {
+        cpu_heuristics::readsTransposed(k, bi, static_cast<size_t>(vecAxis), static_cast<size_t>(a))) {
       t = a;
       break;
     }
   if (t < 0) return nullptr;
+  int64_t sv = *cpu_heuristics::strideOf(k, bi, static_cast<size_t>(vecAxis));
   std::vector<NodeRef> at = idxs;
   at[t] = numNode(0);
   at[vecAxis] = numNode(0);
@@ -344,7 +341,7 @@ Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, D
   note("load buffer {}: {} rows of {} lanes, transposed in registers", mi, lanes, lanes);
   std::vector<Value *> rows;
   for (int64_t i = 0; i < lanes; ++i) {
-    Value *first = b.CreateAdd(start, i64(i * *sv));
+    Value *first = b.CreateAdd(start, i64(i * sv));
     if (boundsReport) checkAccess(mi, laneIndices(first, lanes), nullptr);
     rows.push_back(b.CreateAlignedLoad(vt, b.CreateInBoundsGEP(et, bufPtrs.at(mi), first), Align(dt.itemsize())));
   }
