@@ -26,23 +26,34 @@ Inputs inputsOf(const LazyOp &op) {
   return in;
 }
 
-ReplacedAst replaceBufferOps(const LazyOpRef &op) {
-  Inputs in = inputsOf(*op);
-  // each leaf's node, sorted by buffer for lookup (a hash map would allocate per leaf)
+void mergeVarVals(VarVals &out, const ShapeTracker &st) {
+  for (auto &[name, vv] : st.varVals()) {
+    auto [it, fresh] = out.emplace(name, vv);
+    LAZYJIT_USER_CHECK(fresh || it->second.second == vv.second, Error,
+                       "schedule: variable {} is bound to both {} and {}", name, it->second.second,
+                       vv.second);
+  }
+}
+
+ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals) {
+  // each leaf's node, sorted by buffer for lookup (a hash map would allocate per leaf); a leaf that
+  // is not an unrealized constant loads its base, numbered in the order first met (inputsOf)
+  const auto &bufs = op->buffers();
+  Inputs in;
   std::vector<std::pair<const LazyBuffer *, KernelOpRef>> leaves;
-  leaves.reserve(op->buffers().size());
+  leaves.reserve(bufs.size());
   std::vector<NodeRef> vars;
-  for (LazyBuffer *x : op->buffers()) {
+  for (LazyBuffer *x : bufs) {
+    mergeVarVals(varVals, x->st);
     ShapeTracker st = x->st.simplify().unbind();
     addVars(vars, st);
-    auto it = in.idx.find(x->base());
-    if (it != in.idx.end()) {
-      leaves.emplace_back(x, KernelOp::load(it->second, x->dtype(), std::move(st)));
-    } else if (!x->isRealized() && x->base()->op->op == Op::LoadConst) {
+    if (x->isUnrealizedConst()) {
       leaves.emplace_back(x, KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st)));
-    } else {
-      LAZYJIT_INTERNAL_CHECK(false, "schedule: not handled {}", x->repr());
+      continue;
     }
+    auto [it, fresh] = in.idx.emplace(x->base(), static_cast<int>(in.bufs.size()) + 1);
+    if (fresh) in.bufs.push_back(x->baseShared());
+    leaves.emplace_back(x, KernelOp::load(it->second, x->dtype(), std::move(st)));
   }
   std::sort(leaves.begin(), leaves.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
   auto leaf = [&](const LazyBuffer *b) -> const KernelOpRef & {
@@ -53,7 +64,7 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op) {
   const LazyOp *root = op.get();
   if (op->op == Op::Reshape || op->op == Op::Contiguous) {
     const LazySrc &s = op->src[0];
-    if (s.isBuffer()) return {leaf(s.buf.get()), std::move(in.bufs), std::move(vars)};
+    if (s.isBuffer()) return {leaf(s.buf.get()), std::move(in.bufs), std::move(vars), std::move(varVals)};
     root = s.op.get();
   }
   // each distinct node of the lazy tree once, sources first, without recursion (a fused chain is as
@@ -68,7 +79,7 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op) {
     for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : built.at(s.op.get()));
     built.emplace(&x, KernelOp::make(x.op, std::move(src), x.arg));
   });
-  return {built.at(root), std::move(in.bufs), std::move(vars)};
+  return {built.at(root), std::move(in.bufs), std::move(vars), std::move(varVals)};
 }
 
 } // namespace lazyjit::schedule_detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "lazyjit/Schedule/KernelOp.h"
+#include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 
 #include <unordered_map>
@@ -13,6 +14,9 @@ namespace lazyjit::schedule_detail {
 /// Adds the symbolic variables of `st` not in `out` yet: the scheduler collects a kernel's
 /// variables from the ShapeTrackers it builds instead of walking the AST again (varsFromAst).
 void addVars(std::vector<NodeRef> &out, const ShapeTracker &st);
+
+/// Adds the bound values of `st`'s variables to `out`; one variable bound to two values is an error.
+void mergeVarVals(VarVals &out, const ShapeTracker &st);
 
 /// The deduplicated base buffers a kernel (or host step) over `op` reads, and each one's LOAD index.
 struct Inputs {
@@ -25,10 +29,14 @@ struct ReplacedAst {
   KernelOpRef ast;
   std::vector<LazyBufferRef> inputs;
   std::vector<NodeRef> vars; ///< of the leaves' ShapeTrackers, in the order they were met
+  VarVals varVals;           ///< the values bound to them, merged into those passed in
 };
 
 /// _replace_bufferops: the kernel IR of `op`, whose leaves become LOAD(MemBuffer) of the
-/// deduplicated base buffers, or CONST; each distinct node of the lazy tree is built once.
-ReplacedAst replaceBufferOps(const LazyOpRef &op);
+/// deduplicated base buffers (inputsOf's, in its order), or CONST; each distinct node of the lazy
+/// tree is built once. The leaves' variable values are merged into `varVals` on the way: one pass
+/// over the leaves answers every question about them (a fused chain has a leaf per op, and each
+/// further pass over 20,000 of them reads them back from the last-level cache).
+ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals);
 
 } // namespace lazyjit::schedule_detail

@@ -244,7 +244,10 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
   std::vector<std::pair<LazyBufferRef, LazyBuffer *>> psrcs;
   for (LazyBuffer *buf : bufs) {
     // the reference tests len(buf.children) first; the tests are pure, and counting children
-    // walks the graph, so the cheap ones go first
+    // walks the graph, so the cheap ones go first. An unrealized constant's movement root is its
+    // CONST (or the constant's own view), never a reduce: a fused chain has one such leaf per op,
+    // and walking each one's views here was a third of scheduling a 20,000-op chain's misses
+    if (buf->isUnrealizedConst()) continue;
     LazyBuffer *root = getMovementRootContiguous(buf);
     if (root->optype == OpType::Reduce && !root->isRealized() &&
         pyEq(prod(root->shape), prod(buf->shape)) && buf->atMostOneChild() &&
@@ -287,18 +290,6 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
   return ast;
 }
 
-VarVals mergeVarVals(const std::vector<const ShapeTracker *> &sts) {
-  VarVals out;
-  for (const ShapeTracker *st : sts)
-    for (auto &[name, vv] : st->varVals()) {
-      auto [it, fresh] = out.emplace(name, vv);
-      LAZYJIT_USER_CHECK(fresh || it->second.second == vv.second, Error,
-                         "schedule: variable {} is bound to both {} and {}", name,
-                         it->second.second, vv.second);
-    }
-  return out;
-}
-
 } // namespace
 
 namespace {
@@ -309,12 +300,11 @@ bool nothingToSchedule(const LazyBuffer *b, const SeenSet &seen) {
 
 // The kernel of `self`, whose op has been fixed up and whose sources are scheduled.
 ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
-  // (a variable bound to two values is an error for a host step's inputs too)
-  std::vector<const ShapeTracker *> sts{&self->st};
-  for (const LazyBuffer *b : op->buffers()) sts.push_back(&b->st);
-  VarVals varVals = mergeVarVals(sts);
-
+  VarVals varVals;
+  mergeVarVals(varVals, self->st);
   if (isLoadOp(op->op) && op->op != Op::Contiguous) { // (CONTIGUOUS is a kernel of its source)
+    // (a variable bound to two values is an error for a host step's inputs too)
+    for (const LazyBuffer *b : op->buffers()) mergeVarVals(varVals, b->st);
     // EMPTY, COPY and CUSTOM run on the host: the item carries the step and its inputs, not an op
     // tree; each source is read whole (its base, contiguous)
     Inputs in = inputsOf(*op);
@@ -331,7 +321,8 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
     return ScheduleItem{nullptr, self, std::move(in.bufs), {}, std::move(step)};
   }
 
-  auto [ast, baseBufs, vars] = replaceBufferOps(op);
+  auto [ast, baseBufs, vars, leafVarVals] = replaceBufferOps(op, std::move(varVals));
+  varVals = std::move(leafVarVals);
 
   // check if we can reuse the output buffer; if it's aliased, don't use it
   if (self->outputBuffer) {
