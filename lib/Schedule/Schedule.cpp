@@ -275,15 +275,17 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
                              renderShape(buf->shape), renderShape(shape));
     }
   }
-  // reshape all the late ops into the output shape
+  // reshape all the late ops into the output shape (a source already in it is its own reshape:
+  // it keeps no slot, so a fused chain's leaves are not each referenced once more here)
   bool identity = extra.empty(); // every source maps to itself: the op is its own AST
   for (auto &[b, src] : realSrcs) {
-    if (!src) src = LazySrc(const_cast<LazyBuffer *>(b)->reshape(o, intermediate));
-    identity = identity && src->isBuffer() && src->buf.get() == b;
+    if (!src && b->shape != intermediate) src = LazySrc(const_cast<LazyBuffer *>(b)->reshape(o, intermediate));
+    identity = identity && (!src || (src->isBuffer() && src->buf.get() == b));
   }
   if (identity) return opRef;
   BufferMap mapping;
-  for (auto &[b, src] : realSrcs) mapping.emplace(b, *src);
+  for (auto &[b, src] : realSrcs)
+    mapping.emplace(b, src ? *src : LazySrc(const_cast<LazyBuffer *>(b)->shared_from_this()));
   for (auto &[b, src] : extra) mapping.emplace(b, src);
   LazyOpRef ast = op.mapBuffers(mapping);
   if (intermediate != shape) return LazyOp::make(Op::Reshape, {LazySrc(ast)}, shape);
