@@ -3,7 +3,7 @@
 #include "KernelBuild.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Support/Error.h"
-#include "lazyjit/Support/NodePool.h"
+#include "lazyjit/Support/PtrSet.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -36,30 +36,33 @@ void mergeVarVals(VarVals &out, const ShapeTracker &st) {
 }
 
 ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals) {
-  // each leaf's node, sorted by buffer for lookup (a hash map would allocate per leaf); a leaf that
-  // is not an unrealized constant loads its base, numbered in the order first met (inputsOf)
+  // `nodes` holds the node built for each leaf and each lazy op, found through two address maps
+  // (a lookup costs the same for a chain of any length). A leaf that is not an unrealized
+  // constant loads its base, numbered in the order first met (inputsOf)
   const auto &bufs = op->buffers();
   Inputs in;
-  std::vector<std::pair<const LazyBuffer *, KernelOpRef>> leaves;
-  leaves.reserve(bufs.size());
+  std::vector<KernelOpRef> nodes;
+  nodes.reserve(bufs.size() * 2);
+  PtrMap<LazyBuffer, uint32_t> leafOf;
+  leafOf.reserve(bufs.size());
   std::vector<NodeRef> vars;
   for (LazyBuffer *x : bufs) {
     mergeVarVals(varVals, x->st);
     ShapeTracker st = x->st.simplify().unbind();
     addVars(vars, st);
+    leafOf.emplace(x, static_cast<uint32_t>(nodes.size()));
     if (x->isUnrealizedConst()) {
-      leaves.emplace_back(x, KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st)));
+      nodes.push_back(KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st)));
       continue;
     }
     auto [it, fresh] = in.idx.emplace(x->base(), static_cast<int>(in.bufs.size()) + 1);
     if (fresh) in.bufs.push_back(x->baseShared());
-    leaves.emplace_back(x, KernelOp::load(it->second, x->dtype(), std::move(st)));
+    nodes.push_back(KernelOp::load(it->second, x->dtype(), std::move(st)));
   }
-  std::sort(leaves.begin(), leaves.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
   auto leaf = [&](const LazyBuffer *b) -> const KernelOpRef & {
-    auto it = std::lower_bound(leaves.begin(), leaves.end(), b, [](const auto &e, const LazyBuffer *k) { return e.first < k; });
-    LAZYJIT_INTERNAL_CHECK(it != leaves.end() && it->first == b, "schedule: a leaf was not replaced");
-    return it->second;
+    const uint32_t *i = leafOf.find(b);
+    LAZYJIT_INTERNAL_CHECK(i != nullptr, "schedule: a leaf was not replaced");
+    return nodes[*i];
   };
   const LazyOp *root = op.get();
   if (op->op == Op::Reshape || op->op == Op::Contiguous) {
@@ -69,17 +72,14 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals) {
   }
   // each distinct node of the lazy tree once, sources first, without recursion (a fused chain is as
   // deep as it is long)
-  // (its entries from the node pool: a malloc per node was one of a chain's two per op)
-  using Entry = std::pair<const LazyOp *const, KernelOpRef>;
-  std::unordered_map<const LazyOp *, KernelOpRef, std::hash<const LazyOp *>, std::equal_to<>,
-                     NodePoolAllocator<Entry>>
-      built;
-  postorderOnce(*root, [&](const LazyOp &x) { return built.count(&x) != 0; }, [&](const LazyOp &x) {
+  PtrMap<LazyOp, uint32_t> built;
+  postorderOnce(*root, [&](const LazyOp &x) { return built.find(&x) != nullptr; }, [&](const LazyOp &x) {
     KernelOpRefs src;
-    for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : built.at(s.op.get()));
-    built.emplace(&x, KernelOp::make(x.op, std::move(src), x.arg));
+    for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : nodes[*built.find(s.op.get())]);
+    built.emplace(&x, static_cast<uint32_t>(nodes.size()));
+    nodes.push_back(KernelOp::make(x.op, std::move(src), x.arg));
   });
-  return {built.at(root), std::move(in.bufs), std::move(vars), std::move(varVals)};
+  return {nodes[*built.find(root)], std::move(in.bufs), std::move(vars), std::move(varVals)};
 }
 
 } // namespace lazyjit::schedule_detail
