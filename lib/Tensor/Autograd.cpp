@@ -27,7 +27,7 @@ std::vector<LazyBufferRef> Function::backward(const LazyBufferRef &) {
       name()));
 }
 
-Tensor Function::apply(std::shared_ptr<Function> fn, std::vector<Tensor> inputs) {
+Tensor Function::apply(std::shared_ptr<Function> fn, FunctionInputs inputs) {
   LAZYJIT_INTERNAL_CHECK(!inputs.empty(), "Function::apply: {} without inputs", fn->name());
   fn->device_ = inputs[0].device();
   bool any = false, anyUnset = false;

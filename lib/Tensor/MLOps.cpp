@@ -375,7 +375,7 @@ struct FlipFn : Function {
   Bufs backward(const LazyBufferRef &g) override { return {g->stride(opts, arg)}; }
 };
 
-template <typename F, typename... A> Tensor applyFn(std::vector<Tensor> in, A &&...args) {
+template <typename F, typename... A> Tensor applyFn(FunctionInputs in, A &&...args) {
   return Function::apply(std::allocate_shared<F>(NodePoolAllocator<F>(), std::forward<A>(args)...), std::move(in));
 }
 

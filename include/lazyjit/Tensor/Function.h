@@ -31,6 +31,10 @@
 
 namespace lazyjit {
 
+/// A Function's inputs (at most three: WHERE, conv2d's weight and bias), inline: a vector of them
+/// was the last heap allocation of a Tensor op.
+using FunctionInputs = SmallVector<Tensor, 3>;
+
 class Function {
 public:
   /// Frees its parents through deferRelease (see TensorImpl).
@@ -47,12 +51,12 @@ public:
   /// Runs `fn` on the inputs and returns its output as a new Tensor. The output requires a
   /// gradient when any input does (unset when none does and some input is unset); then, unless
   /// Tensor::noGrad is set, `fn` is kept as the output's gradFn with the inputs as its parents.
-  static Tensor apply(std::shared_ptr<Function> fn, std::vector<Tensor> inputs);
+  static Tensor apply(std::shared_ptr<Function> fn, FunctionInputs inputs);
 
   /// Whether input `i` requires a gradient (the reference's needs_input_grad[i]).
   bool needsInputGrad(size_t i) const { return i < needsGrad.size() && needsGrad[i].value_or(false); }
   /// The inputs, kept only while a gradient can flow through this Function.
-  const std::vector<Tensor> &parents() const { return parents_; }
+  const FunctionInputs &parents() const { return parents_; }
   const std::string &device() const { return device_; }
 
   /// The options forward and backward build their graph ops under (`in[0]->e(opts, Op::Mul,
@@ -64,7 +68,7 @@ private:
   friend class Tensor;
   std::string device_;
   SmallVector<std::optional<bool>, 4> needsGrad; // (one per input: inline, no allocation per op)
-  std::vector<Tensor> parents_;
+  FunctionInputs parents_;
 };
 
 } // namespace lazyjit
