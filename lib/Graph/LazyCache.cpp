@@ -6,6 +6,7 @@
 #include "lazyjit/Support/Logging.h"
 #include "lazyjit/Support/Math.h"
 #include "lazyjit/Support/ProbeTable.h"
+#include "lazyjit/Support/SpinLock.h"
 
 #include <mutex>
 #include <vector>
@@ -21,7 +22,7 @@ namespace lazyjit {
 // buffer freed, a third of building such a graph. Ops that read no buffer, and the entries past
 // a leaf's first kListMax, go into an open-addressed table of pointers (ProbeTable).
 struct graph_detail::LazyCacheAccess {
-  std::mutex mu;
+  SpinLock mu;
   ProbeTable<LazyBuffer *> buffers;
   size_t listed = 0; // the entries in leaves' lists
   // a leaf that many ops read (a weight in every layer's reshape) does not scan a long list: the
@@ -104,9 +105,9 @@ using LazyCache = graph_detail::LazyCacheAccess;
 thread_local bool cacheLocked = false;
 
 struct CacheLock {
-  explicit CacheLock(std::mutex &m) : guard(m) { cacheLocked = true; }
+  explicit CacheLock(SpinLock &m) : guard(m) { cacheLocked = true; }
   ~CacheLock() { cacheLocked = false; }
-  std::lock_guard<std::mutex> guard;
+  std::lock_guard<SpinLock> guard;
 };
 
 // The one deliberate global of the graph (STYLE.md): it lives behind this function.

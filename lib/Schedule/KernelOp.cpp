@@ -6,6 +6,7 @@
 #include "lazyjit/Schedule/NodeDType.h"
 #include "lazyjit/Support/Math.h"
 #include "lazyjit/Support/ProbeTable.h"
+#include "lazyjit/Support/SpinLock.h"
 #include "lazyjit/Support/Release.h"
 
 #include <algorithm>
@@ -20,7 +21,7 @@ namespace lazyjit {
 // their hashes: one allocation per rehash, none per node, where a node-based hash map would add
 // one to every node the scheduler builds; a probe compares the slot's hash, not the node's.
 struct KernelOpInterning {
-  std::mutex mu;
+  SpinLock mu;
   ProbeTable<const KernelOp *> nodes;
   size_t listed = 0;
   static constexpr auto linksOf = [](const KernelOp &x) -> KeyedLinks<const KernelOp> & { return x.keyed_; };

@@ -5,6 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 using namespace lazyjit;
 
 namespace {
@@ -273,5 +277,28 @@ TEST_CASE("LazyBuffer dedup cache: hits survive the table's growth and sweeps, a
   CHECK(lazyCacheSize() == before + 20001);
   CHECK(chain[1000]->e(opts, chain[1001]->op->op) == chain[1001]);
   chain.clear();
+  CHECK(lazyCacheSize() == before);
+}
+
+TEST_CASE("LazyBuffer dedup cache: threads building graphs of their own share the cache's lock") {
+  // the cache is global behind a spin lock: each thread's hits are its own buffers, and every
+  // entry leaves with its buffer whichever thread frees it
+  size_t before = lazyCacheSize();
+  std::atomic<int> wrongHits{0}, wrongSizes{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        auto a = emptyBuf(8 + t);
+        std::vector<LazyBufferRef> chain{a->e(opts, Op::Neg)};
+        for (int i = 0; i < 500; ++i) chain.push_back(chain.back()->e(opts, i % 2 ? Op::Sqrt : Op::Neg));
+        for (int i = 0; i < 500; i += 50)
+          if (chain[i]->e(opts, chain[i + 1]->op->op) != chain[i + 1]) ++wrongHits;
+        if (chain.back()->shape != Shape{SInt(8 + t)}) ++wrongSizes;
+      }
+    });
+  for (auto &th : threads) th.join();
+  CHECK(wrongHits == 0);
+  CHECK(wrongSizes == 0);
   CHECK(lazyCacheSize() == before);
 }
