@@ -88,7 +88,7 @@ LazyOp::~LazyOp() {
   }
 }
 
-LazyOp::LazyOp(Op op_, LazySrcs src_, LazyOpArg arg_)
+LazyOp::LazyOp(Op op_, LazySrcs &&src_, LazyOpArg &&arg_)
     : op(op_), src(std::move(src_)), arg(std::move(arg_)) {
   size_t h = static_cast<size_t>(op) + 0x51;
   for (const auto &s : src) {

@@ -113,7 +113,9 @@ public:
   LazySrcs src;
   LazyOpArg arg;
 
-  LazyOp(Op op, LazySrcs src, LazyOpArg arg = {});
+  // (its sources and argument are taken as rvalues: make's are moved into the node once, not twice;
+  // an argument is a 120-byte variant, a Shape's four symbolic ints inline)
+  LazyOp(Op op, LazySrcs &&src, LazyOpArg &&arg);
   /// Frees its sources through deferRelease: a graph thousands of ops deep is freed without recursion.
   ~LazyOp();
   static LazyOpRef make(Op op, LazySrcs src, LazyOpArg arg = {}) {
