@@ -3,6 +3,7 @@
 #include "LazyCache.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/Hash.h"
 #include "lazyjit/Support/Logging.h"
 #include "lazyjit/Support/Math.h"
 #include "lazyjit/Support/ProbeTable.h"
@@ -31,8 +32,7 @@ struct graph_detail::LazyCacheAccess {
   KeyedLists<LazyBuffer, decltype(linksOf)> lists{linksOf};
 
   static size_t hashOf(const std::string &device, DType dtype, OpType optype, const LazyOp &op, const LazyBuffer *base) {
-    size_t h = 0xcbf29ce484222325ULL; // FNV-1a of the device's name: a few bytes, hashed inline
-    for (unsigned char c : device) h = (h ^ c) * 0x100000001b3ULL;
+    size_t h = fnv1a(device.data(), device.size()); // (a few bytes, hashed inline)
     hashCombine(h, static_cast<size_t>(dtype.scalar()));
     hashCombine(h, static_cast<size_t>(optype));
     hashCombine(h, op.hash());

@@ -1,6 +1,7 @@
 // The disk cache: one file per entry, written atomically (temp file + rename), verified on load.
 #include "lazyjit/Runtime/KernelCache.h"
 #include "lazyjit/Support/Config.h"
+#include "lazyjit/Support/Hash.h"
 #include "lazyjit/Support/Logging.h"
 
 #include <cstdio>
@@ -19,15 +20,6 @@ namespace lazyjit {
 
 namespace {
 constexpr char kMagic[8] = {'L', 'J', 'K', 'C', 'A', 'C', 'H', '1'};
-
-uint64_t fnv1a(const void *data, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
-  const auto *p = static_cast<const uint8_t *>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 void putU64(std::string &out, uint64_t v) { out.append(reinterpret_cast<const char *>(&v), 8); }
 } // namespace

@@ -18,11 +18,8 @@ void addVars(std::vector<NodeRef> &out, const ShapeTracker &st) {
 
 Inputs inputsOf(const LazyOp &op) {
   Inputs in;
-  for (LazyBuffer *x : op.buffers()) {
-    if (x->isUnrealizedConst()) continue;
-    LazyBufferRef b = x->baseShared();
-    if (in.idx.emplace(b.get(), static_cast<int>(in.bufs.size()) + 1).second) in.bufs.push_back(std::move(b));
-  }
+  for (LazyBuffer *x : op.buffers())
+    if (!x->isUnrealizedConst()) in.add(x);
   return in;
 }
 
@@ -55,9 +52,7 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals) {
       nodes.push_back(KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st)));
       continue;
     }
-    auto [it, fresh] = in.idx.emplace(x->base(), static_cast<int>(in.bufs.size()) + 1);
-    if (fresh) in.bufs.push_back(x->baseShared());
-    nodes.push_back(KernelOp::load(it->second, x->dtype(), std::move(st)));
+    nodes.push_back(KernelOp::load(in.add(x), x->dtype(), std::move(st)));
   }
   auto leaf = [&](const LazyBuffer *b) -> const KernelOpRef & {
     const uint32_t *i = leafOf.find(b);

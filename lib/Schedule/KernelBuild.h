@@ -22,6 +22,12 @@ void mergeVarVals(VarVals &out, const ShapeTracker &st);
 struct Inputs {
   std::vector<LazyBufferRef> bufs;
   std::unordered_map<const LazyBuffer *, int> idx; // base buffer -> its LOAD index
+  /// The LOAD index of `x`'s base, numbered in the order bases are first added.
+  int add(LazyBuffer *x) {
+    auto [it, fresh] = idx.emplace(x->base(), static_cast<int>(bufs.size()) + 1);
+    if (fresh) bufs.push_back(x->baseShared());
+    return it->second;
+  }
 };
 Inputs inputsOf(const LazyOp &op);
 
