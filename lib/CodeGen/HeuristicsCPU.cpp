@@ -316,11 +316,12 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
         rows = r;
         break;
       }
-    // AVX2, where no tile fits: 5 rows of 16 lanes (10 accumulators, with a row's two loaded
-    // vectors and a broadcast value 13 registers). A convolution's weight gradient with kw = 5 as
-    // the tile (TensorConv.cpp at OPT=5) ran at 191 GFLOP/s against 25 without a tile; where 4 or 2
-    // rows fit, 5 ran 5-10% slower than they do.
-    if (rows == 1 && !wide && tsize % 5 == 0 && 5 * regsPerRow <= 10) rows = 5;
+    // where no tile fits: 5 rows (on AVX2 of 16 lanes, 10 accumulators, with a row's two loaded
+    // vectors and a broadcast value 13 registers; on AVX-512 of up to 48 lanes). A convolution's
+    // weight gradient with kw = 5 as the tile (TensorConv.cpp at OPT=5) ran on AVX2 at 191 GFLOP/s
+    // against 25 without a tile, on AVX-512 (32 lanes) at 262 against 37; where 4 or 2 rows fit,
+    // 5 ran 5-10% slower than they do.
+    if (rows == 1 && tsize % 5 == 0 && 5 * regsPerRow <= (wide ? 16 : 10)) rows = 5;
   }
   // upcast the tile axis first so that the vector axis ends up last (the lowering vectorizes the
   // last output upcast axis); an axis upcast by its whole size disappears (simplify_ones)
