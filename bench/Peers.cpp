@@ -11,9 +11,11 @@
 #ifdef LAZYJIT_BENCH_OPENBLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
+extern "C" char *openblas_get_corename(void);
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -138,6 +140,21 @@ double eigenRows(size_t rows, size_t cols, bool softmax) {
 
 #ifdef LAZYJIT_BENCH_OPENBLAS
 void blasSetThreads(int threads) { openblas_set_num_threads(threads); }
+
+std::string blasCoreName() {
+  const char *name = openblas_get_corename();
+  return name ? name : "";
+}
+
+bool blasCoreMisdetected() {
+  std::string core = blasCoreName();
+  for (char &c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // the x86-64 cores of OpenBLAS's DYNAMIC_ARCH list without AVX kernels
+  static const char *generic[] = {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "katmai",
+                                  "coppermine", "northwood", "banias", "opteron", "barcelona", "bobcat", "nano"};
+  bool old = std::any_of(std::begin(generic), std::end(generic), [&](const char *g) { return core == g; });
+  return old && __builtin_cpu_supports("avx2");
+}
 
 double blasGemm(int m, int n, int k) {
   std::vector<float> a(static_cast<size_t>(m) * k, 0.5f), b(static_cast<size_t>(k) * n, 0.25f),

@@ -5,6 +5,7 @@
 #include "BenchUtil.h"
 
 #include <cstddef>
+#include <string>
 
 namespace lazyjit::bench {
 
@@ -24,6 +25,12 @@ double eigenRows(size_t rows, size_t cols, bool softmax);
 #ifdef LAZYJIT_BENCH_OPENBLAS
 /// OpenBLAS's thread count (the same as lazyjit's).
 void blasSetThreads(int threads);
+/// The kernels OpenBLAS chose for this CPU (its DYNAMIC_ARCH core name, "Haswell", "SkylakeX", ...).
+std::string blasCoreName();
+/// Whether that core is one of OpenBLAS's generic pre-AVX kernels on a CPU with AVX2: OpenBLAS 0.3.21
+/// does not recognize newer CPUs (an Emerald Rapids Xeon, model 207, runs "Prescott", 5x slower)
+/// and its ratios then flatter lazyjit.
+bool blasCoreMisdetected();
 /// GFLOP/s of an m x k by k x n SGEMM, and of W6's MLP, in OpenBLAS.
 double blasGemm(int m, int n, int k);
 double blasMLP(int batch);

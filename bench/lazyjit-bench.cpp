@@ -46,10 +46,11 @@ void printTable(const std::vector<Result> &results) {
 
 // Returns false if the file could not be written.
 bool writeJson(const std::string &jsonPath, const std::vector<Result> &results, const std::string &device,
-               int threads, const char *coretype) {
+               int threads, const char *coretype, const std::string &blasCore) {
   std::ofstream js(jsonPath);
   js << "{\"device\": \"" << device << "\", \"threads\": " << threads << ", \"cpu\": \"" << cpuName()
-     << "\", \"openblas_coretype\": \"" << (coretype ? coretype : "") << "\", \"workloads\": [\n";
+     << "\", \"openblas_coretype\": \"" << (coretype ? coretype : "") << "\", \"openblas_core\": \"" << blasCore
+     << "\", \"workloads\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const auto &r = results[i];
     js << "  {\"id\": \"" << r.id << "\", \"name\": \"" << r.name << "\", \"median_s\": " << r.t.median
@@ -116,10 +117,21 @@ int main(int argc, char **argv) {
 #endif
     if (gpu) skipped.push_back("Eigen and OpenBLAS (CPU peers; the GPU run compares with the device copy ceiling only)");
 
-    std::printf("lazyjit-bench  device=%s  threads=%d  cpu=%s  OPENBLAS_CORETYPE=%s  LLVM %s  OPT=%d (rows "
-                "suffixed -opt5: OPT=5)\n",
-                device.c_str(), threads, cpuName().c_str(), coretype ? coretype : "(unset)",
+    std::string blasCore = "(none)";
+#ifdef LAZYJIT_BENCH_OPENBLAS
+    blasCore = blasCoreName();
+#endif
+    std::printf("lazyjit-bench  device=%s  threads=%d  cpu=%s  OPENBLAS_CORETYPE=%s (OpenBLAS runs %s)  LLVM %s  "
+                "OPT=%d (rows suffixed -opt5: OPT=5)\n",
+                device.c_str(), threads, cpuName().c_str(), coretype ? coretype : "(unset)", blasCore.c_str(),
                 llvmVersionString().c_str(), config().opt);
+#ifdef LAZYJIT_BENCH_OPENBLAS
+    if (!gpu && blasCoreMisdetected())
+      std::printf("warning: OpenBLAS runs its generic %s kernels on this AVX2 CPU (it does not know the model): "
+                  "its ratios, and libtorch's matmuls, flatter lazyjit; set OPENBLAS_CORETYPE=Haswell, or "
+                  "SkylakeX/Cooperlake on AVX-512\n",
+                  blasCore.c_str());
+#endif
     for (const auto &s : skipped) std::printf("skipped peer: %s\n", s.c_str());
 
     std::vector<Result> results;
@@ -206,7 +218,7 @@ int main(int argc, char **argv) {
     if (!enabled("W8")) results.erase(results.begin() + static_cast<std::ptrdiff_t>(w8Index));
 
     printTable(results);
-    if (!jsonPath.empty() && !writeJson(jsonPath, results, device, threads, coretype)) {
+    if (!jsonPath.empty() && !writeJson(jsonPath, results, device, threads, coretype, blasCore)) {
       std::fprintf(stderr, "lazyjit-bench: error: cannot write %s\n", jsonPath.c_str());
       return 1;
     }
