@@ -178,6 +178,22 @@ TEST_CASE("Tensor binary: a 0-size dim broadcasts against 1 (the reference fails
   }
 }
 
+TEST_CASE("Tensor binary: an empty operand off the CPU is a constant folded into a scalar, as in the reference") {
+  // The reference's fromCPU makes a realized CPU buffer even with no elements; its copy to another
+  // device rewrites the 0-size buffer into a CONST, which a binary op then takes as a Python scalar
+  // of the other operand's dtype (Tensor._to_float). So the result's dtype depends on the device:
+  // found by the differential test's generator with other seeds (int64(1, 0) * uint64(0,)).
+  Tensor cpuA = make({}, {1, 0}, "CPU", dtypes::int64), cpuB = make({}, {0}, "CPU", dtypes::uint64);
+  expectDType(cpuA * cpuB, dtypes::uint64);
+  expectDType(cpuA + make({}, {0}, "CPU", dtypes::float32), dtypes::float32);
+  Tensor a = make({}, {1, 0}, "INTERP", dtypes::int64), b = make({}, {0}, "INTERP", dtypes::uint64);
+  expectDType(a * b, dtypes::int64);
+  expectDType(b * a, dtypes::uint64);
+  Tensor sum = (make({}, {1, 6, 0}, "INTERP", dtypes::int16) + make({}, {6, 0}, "INTERP", dtypes::float32)).sum();
+  expectDType(sum, dtypes::int16);
+  expectExact(sum, {}, {0});
+}
+
 TEST_CASE("Tensor binary: float division by zero gives inf and nan; mul by scalar 0 gives 0") {
   for (const std::string &dev : devices()) {
     CAPTURE(dev);
