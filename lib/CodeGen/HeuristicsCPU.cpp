@@ -322,6 +322,13 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
     // against 25 without a tile, on AVX-512 (32 lanes) at 262 against 37; where 4 or 2 rows fit,
     // 5 ran 5-10% slower than they do.
     if (rows == 1 && tsize % 5 == 0 && 5 * regsPerRow <= (wide ? 16 : 10)) rows = 5;
+    // a scattered output's tile of pixels (scatterTile) where only 2 or 3 rows divide: 7 or 5 on
+    // AVX-512
+    for (int64_t r : {7, 5})
+      if (wide && k.scatterOutput && rows < 4 && tsize % r == 0 && r * regsPerRow <= 16) {
+        rows = r;
+        break;
+      }
   }
   // upcast the tile axis first so that the vector axis ends up last (the lowering vectorizes the
   // last output upcast axis); an axis upcast by its whole size disappears (simplify_ones)
@@ -421,7 +428,7 @@ bool slidingWindow(const Kernel &k, size_t vec, int64_t lanes) {
 // to a vector, 93 vs 8 unvectorized. A @ B, whose B moves a whole row per reduce step, runs faster
 // with N as the vector: W6 (B = 256) 6.5-6.6 vs 7.3-7.9 ms. Tried on a copy; returns whether it
 // applied.
-bool scatterTile(Kernel &k, size_t vec, size_t tile) {
+bool scatterTile(Kernel &k, size_t vec, size_t tile, bool strided = false) {
   if (!k.reduceop || !varsFromAst(*k.ast).empty() || k.bufs[0]->bufferDType() != dtypes::float32) return false;
   bool wide = k.opts.vectorBits >= 512;
   int64_t lanes = k.opts.vectorBits / 32;
@@ -434,7 +441,11 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile) {
   // latency and the gathered panel costs more than the padding saves; x @ W for 10 outputs ran 3x
   // slower scattered, W10's second convolution, rows of 20 in tiles of 4, 1.6x faster; on AVX2, 10
   // rows in tiles of 2 all the same, for want of padding)
-  bool rowsDivide = vsize % 8 == 0 || vsize % 6 == 0 || vsize % 4 == 0 || (!wide && vsize % 5 == 0);
+  // (AVX-512 also takes rows of 7, 14 accumulators of two registers: a 14-wide row, as a strided
+  // convolution's downsampled 28 x 28 has, divides by no 8, 6 or 4; and rows of 5 where the rows
+  // are strided, which leaves no other vector layout: 15 wide from 29 x 29)
+  bool rowsDivide = vsize % 8 == 0 || vsize % 6 == 0 || vsize % 4 == 0 || ((!wide || strided) && vsize % 5 == 0) ||
+                    (wide && vsize % 7 == 0);
   if (tsize % lanes != 0 || !rowsDivide) return false;
   std::optional<int64_t> steps = cpu_heuristics::reduceLoopSteps(k);
   if (!steps || *steps < 64) return false;
@@ -449,6 +460,28 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile) {
   if (c.packDepth < 0 || c.upcasted < 2) return false;
   k = std::move(c);
   return true;
+}
+
+// A strided convolution: the output's rows are contiguous, but the input moves along them by the
+// stride, so they are no vector axis (findVectorAxis) and the kernel ran as a scalar loop (3 x 3,
+// stride 2, 128 channels, 28 x 28 -> 14 x 14: 8 GFLOP/s). The channel-vector layout (scatterTile)
+// reads the rows' inputs as broadcast values, so their stride does not matter: the output channels
+// become the vector, a tile of the row's pixels the register tile (120-158 GFLOP/s). Tried on a
+// copy; returns whether it applied.
+bool stridedScatter(Kernel &k) {
+  if (!k.reduceop) return false;
+  int fr = k.firstReduce();
+  int64_t lanes = k.opts.vectorBits / 32;
+  for (int o = fr - 1; o >= 0; --o) {
+    if (!isIntSize(k, static_cast<size_t>(o)) || strideOf(k, 0, static_cast<size_t>(o)) != 1) continue;
+    // the output's contiguous axis is the tile's rows; the vector, an output axis of whole vectors
+    for (int t = 0; t < fr; ++t)
+      if (t != o && isIntSize(k, static_cast<size_t>(t)) && k.fullShape()[t].asInt() % lanes == 0 &&
+          scatterTile(k, static_cast<size_t>(o), static_cast<size_t>(t), true))
+        return true;
+    return false;
+  }
+  return false;
 }
 
 } // namespace
@@ -471,6 +504,7 @@ void applyCPUHeuristics(Kernel &k) {
     if (!wide && k.reduceop && !transcendental && concrete && findVectorAxis(k, 3) &&
         reduceVectorize(k))
       return;
+    if (stridedScatter(k)) return;
     if (gatherPackedTile(k)) return;
     if (tileDotProducts(k, wide)) return;
     if (!transcendental && concrete && gatherVectorize(k)) return;
