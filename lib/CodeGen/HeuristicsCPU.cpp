@@ -469,16 +469,13 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile, bool strided = false) {
 // become the vector, a tile of the row's pixels the register tile (120-158 GFLOP/s). Tried on a
 // copy; returns whether it applied.
 bool stridedScatter(Kernel &k) {
-  if (!k.reduceop) return false;
   int fr = k.firstReduce();
-  int64_t lanes = k.opts.vectorBits / 32;
   for (int o = fr - 1; o >= 0; --o) {
     if (!isIntSize(k, static_cast<size_t>(o)) || strideOf(k, 0, static_cast<size_t>(o)) != 1) continue;
-    // the output's contiguous axis is the tile's rows; the vector, an output axis of whole vectors
+    // the output's contiguous axis is the tile's rows; scatterTile takes another output axis of
+    // whole vectors as the vector (and refuses kernels without a reduce or with symbolic sizes)
     for (int t = 0; t < fr; ++t)
-      if (t != o && isIntSize(k, static_cast<size_t>(t)) && k.fullShape()[t].asInt() % lanes == 0 &&
-          scatterTile(k, static_cast<size_t>(o), static_cast<size_t>(t), true))
-        return true;
+      if (t != o && scatterTile(k, static_cast<size_t>(o), static_cast<size_t>(t), true)) return true;
     return false;
   }
   return false;
