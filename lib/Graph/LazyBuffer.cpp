@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <iterator>
 #include <limits>
 #include <mutex>
@@ -81,10 +82,23 @@ uint64_t nextSerial() {
 }
 } // namespace
 
-LazyBuffer::LazyBuffer(std::string device_, ShapeTracker st_, OpType optype_, LazyOpRef op_,
+const std::string &internDevice(const std::string &device) {
+  // this thread's last answer first, without a lock: a graph is built on one device at a time
+  thread_local const std::string *last = nullptr;
+  if (last && (last == &device || *last == device)) return *last;
+  static std::mutex mu;
+  static auto *names = new std::deque<std::string>(); // never freed: buffers may outlive statics
+  std::lock_guard<std::mutex> lock(mu);
+  for (const std::string &n : *names)
+    if (n == device) return *(last = &n);
+  names->push_back(device);
+  return *(last = &names->back());
+}
+
+LazyBuffer::LazyBuffer(const std::string &device_, ShapeTracker st_, OpType optype_, LazyOpRef op_,
                        DType dtype, std::shared_ptr<Buffer> realized, LazyBufferRef base)
-    : device(std::move(device_)), st(std::move(st_)), shape(st.shape()), optype(optype_), op(std::move(op_)),
-      realized_(std::move(realized)), base_(std::move(base)), dtype_(dtype), serial_(nextSerial()) {
+    : device(internDevice(device_)), st(std::move(st_)), shape(st.shape()), op(std::move(op_)), optype(optype_),
+      dtype_(dtype), base_(std::move(base)), realized_(std::move(realized)), serial_(nextSerial()) {
   LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base_ && base_->optype != OpType::Movement),
                          "MovementOps must be based");
   LAZYJIT_INTERNAL_CHECK(base_ || st.contiguous(), "unbased LazyBuffers must be contiguous");
@@ -103,10 +117,10 @@ LazyBuffer::~LazyBuffer() {
   deferRelease(std::move(base_));
 }
 
-LazyBufferRef LazyBuffer::create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
+LazyBufferRef LazyBuffer::create(const std::string &device, ShapeTracker st, OpType optype, LazyOpRef op,
                                  DType dtype, std::shared_ptr<Buffer> realized,
                                  LazyBufferRef base) {
-  auto ret = std::allocate_shared<LazyBuffer>(NodePoolAllocator<LazyBuffer>(), std::move(device), std::move(st), optype,
+  auto ret = std::allocate_shared<LazyBuffer>(NodePoolAllocator<LazyBuffer>(), device, std::move(st), optype,
                                               std::move(op), dtype, std::move(realized), base);
   if (ret->op) ret->linkOp();
   if (base) base->views.add(ret.get());
@@ -160,13 +174,14 @@ size_t LazyBuffer::childCount(size_t atMost) const {
   std::vector<const LazyBuffer *> found;
   // whether `c` is a child not seen yet, and the count reached atMost with it
   auto count = [&](const LazyBuffer *c) {
-    if (discarded_.contains(c) || std::find(found.begin(), found.end(), c) != found.end())
+    if ((cold_ && cold_->discarded.contains(c)) || std::find(found.begin(), found.end(), c) != found.end())
       return false;
     found.push_back(c);
     return found.size() >= atMost;
   };
-  for (LazyBuffer *c : realizedChildren_.items)
-    if (count(c)) return atMost;
+  if (cold_)
+    for (LazyBuffer *c : cold_->realizedChildren.items)
+      if (count(c)) return atMost;
   if (users_.empty()) return found.size();
   // walk up from the ops that read this buffer; the op graph is a DAG, so remember what was seen
   std::vector<const LazyOp *> stack(users_.begin(), users_.end());
@@ -182,18 +197,32 @@ size_t LazyBuffer::childCount(size_t atMost) const {
   return found.size();
 }
 
+LazyBuffer::Cold &LazyBuffer::cold() {
+  if (!cold_) cold_ = std::make_unique<Cold>();
+  return *cold_;
+}
+
+const std::shared_ptr<Buffer> &LazyBuffer::outputBuffer() const {
+  static const std::shared_ptr<Buffer> none;
+  return cold_ ? cold_->outputBuffer : none;
+}
+
+void LazyBuffer::setOutputBuffer(std::shared_ptr<Buffer> b) {
+  if (b || cold_) cold().outputBuffer = std::move(b);
+}
+
 void LazyBuffer::discardChild(const LazyBuffer *child) {
-  discarded_.add(const_cast<LazyBuffer *>(child));
+  cold().discarded.add(const_cast<LazyBuffer *>(child));
 }
 
 void LazyBuffer::readdAsChild(const LazyOp &o) {
   for (const LazySrc &s : o.src)
-    if (s.isBuffer()) s.buf->discarded_.discard(this);
+    if (s.isBuffer() && s.buf->cold_) s.buf->cold_->discarded.discard(this);
 }
 
 void LazyBuffer::dropOp() {
   if (!op) return;
-  for (LazyBuffer *x : op->buffers()) x->realizedChildren_.add(this);
+  for (LazyBuffer *x : op->buffers()) x->cold().realizedChildren.add(this);
   op->owners_.erase(this);
   deferRelease(std::move(op));
   op = nullptr;

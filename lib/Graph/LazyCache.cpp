@@ -31,18 +31,19 @@ struct graph_detail::LazyCacheAccess {
   static constexpr auto linksOf = [](LazyBuffer &b) -> KeyedLinks<LazyBuffer> & { return b.keyed_; };
   KeyedLists<LazyBuffer, decltype(linksOf)> lists{linksOf};
 
-  static size_t hashOf(const std::string &device, DType dtype, OpType optype, const LazyOp &op, const LazyBuffer *base) {
+  /// 32 bits, kept in the buffer beside its small fields (the table's slots hash the same value).
+  static uint32_t hashOf(const std::string &device, DType dtype, OpType optype, const LazyOp &op, const LazyBuffer *base) {
     size_t h = fnv1a(device.data(), device.size()); // (a few bytes, hashed inline)
     hashCombine(h, static_cast<size_t>(dtype.scalar()));
     hashCombine(h, static_cast<size_t>(optype));
     hashCombine(h, op.hash());
     hashCombine(h, std::hash<const void *>{}(base));
-    return h;
+    return static_cast<uint32_t>(h ^ (h >> 32));
   }
   /// A live buffer equal to the one asked for, or null. An op locked to compare it goes into
   /// `held`, which the caller releases after the lock (its last owner may have let go meanwhile,
   /// and freeing it frees buffers, which take this lock).
-  LazyBufferRef find(size_t h, const std::string &device, DType dtype, OpType optype, const LazyOp &op,
+  LazyBufferRef find(uint32_t h, const std::string &device, DType dtype, OpType optype, const LazyOp &op,
                      const LazyBuffer *base, std::vector<std::shared_ptr<const LazyOp>> &held) {
     LazyBufferRef hit;
     auto match = [&](LazyBuffer *b) {
@@ -64,7 +65,7 @@ struct graph_detail::LazyCacheAccess {
     buffers.find(h, match);
     return hit;
   }
-  void insert(size_t h, LazyBuffer &b) {
+  void insert(uint32_t h, LazyBuffer &b) {
     b.inCache_ = true;
     b.cacheHash_ = h;
     b.cacheOp_ = b.op;
@@ -148,7 +149,7 @@ LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device,
                               std::move(base));
 
   auto &cache = lazyCache();
-  size_t h = LazyCache::hashOf(device, dtype, optype, *op, base.get());
+  uint32_t h = LazyCache::hashOf(device, dtype, optype, *op, base.get());
   std::vector<std::shared_ptr<const LazyOp>> held; // released after the lock
   {
     CacheLock lock(cache.mu);

@@ -75,6 +75,7 @@ size_t argHash(const LazyOpArg &a) {
 }
 
 LazyOp::~LazyOp() {
+  if (leafCount_) pool_detail::deallocate(leaves_, leafCount_ * sizeof(LazyBuffer *));
   if (linked_)
     for (const LazySrc &s : src) {
       if (s.isBuffer())
@@ -136,8 +137,8 @@ bool LazyOp::operator==(const LazyOp &o) const {
   return true;
 }
 
-const std::vector<LazyBuffer *> &LazyOp::buffers() const {
-  if (!buffersDone_) {
+std::span<LazyBuffer *const> LazyOp::buffers() const {
+  if (!leavesDone_) {
     // The leaves in first-seen depth-first order, found without recursion (a merged chain is as
     // deep as it is long) and without filling the sources' caches (a chain of n ops would keep
     // n lists of up to n leaves). A shared subtree is walked once: when the walk meets it again,
@@ -147,13 +148,14 @@ const std::vector<LazyBuffer *> &LazyOp::buffers() const {
       LazyBuffer *buf;
     };
     std::vector<Item> stack{{this, nullptr}};
+    std::vector<LazyBuffer *> found;
     PtrSet<LazyOp> walked;
     PtrSet<LazyBuffer> seen;
     while (!stack.empty()) {
       Item it = stack.back();
       stack.pop_back();
       if (it.buf) {
-        if (seen.insert(it.buf)) buffers_.push_back(it.buf);
+        if (seen.insert(it.buf)) found.push_back(it.buf);
         continue;
       }
       if (!walked.insert(it.op)) continue;
@@ -162,9 +164,14 @@ const std::vector<LazyBuffer *> &LazyOp::buffers() const {
         stack.push_back(s.isBuffer() ? Item{nullptr, s.buf.get()} : Item{s.op.get(), nullptr});
       }
     }
-    buffersDone_ = true;
+    if (!found.empty()) {
+      leaves_ = static_cast<LazyBuffer **>(pool_detail::allocate(found.size() * sizeof(LazyBuffer *)));
+      std::copy(found.begin(), found.end(), leaves_);
+      leafCount_ = static_cast<uint32_t>(found.size());
+    }
+    leavesDone_ = true;
   }
-  return buffers_;
+  return {leaves_, leafCount_};
 }
 
 std::vector<const LazyOp *> LazyOp::lazyops() const { return preorderOps(*this); }

@@ -104,7 +104,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
                            "all devices of a kernel must be the same: {} reads a buffer on {}",
                            out.device, x->device);
 
-    std::shared_ptr<Buffer> dst = out.outputBuffer;
+    std::shared_ptr<Buffer> dst = out.outputBuffer();
     if (!dst) dst = std::make_shared<Buffer>(out.device, allocSize(out.shape), out.dtype());
     out.setRealized(dst);
     out.dropOp();

@@ -327,16 +327,16 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   varVals = std::move(leafVarVals);
 
   // check if we can reuse the output buffer; if it's aliased, don't use it
-  if (self->outputBuffer) {
+  if (self->outputBuffer()) {
     for (size_t i = 0; i < baseBufs.size(); ++i) {
-      if (baseBufs[i]->realized() != self->outputBuffer) continue;
+      if (baseBufs[i]->realized() != self->outputBuffer()) continue;
       bool nonContig = false;
       for (const KernelOp *x : ast->uniqueOps())
         if (x->op == Op::Load && x->memBuffer().idx == static_cast<int>(i) + 1 &&
             !x->memBuffer().st.contiguous())
           nonContig = true;
       if (nonContig) {
-        self->outputBuffer = nullptr;
+        self->setOutputBuffer(nullptr);
         break;
       }
     }

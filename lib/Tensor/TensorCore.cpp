@@ -261,7 +261,7 @@ Tensor &Tensor::assign(const Tensor &x) {
                      "assign: the new value {} requires a gradient; assign a detach()ed value "
                      "(a gradient cannot flow through an assign)", describe(x));
   const LazyBufferRef &lb = impl->lazydata;
-  if (dtype() == x.dtype() && lb->isRealized()) x.impl->lazydata->outputBuffer = lb->realized();
+  if (dtype() == x.dtype() && lb->isRealized()) x.impl->lazydata->setOutputBuffer(lb->realized());
   impl->lazydata = x.impl->lazydata;
   return *this;
 }

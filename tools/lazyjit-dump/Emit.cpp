@@ -39,7 +39,10 @@ public:
     };
     auto frame = [](LazyBuffer *b) {
       Frame f{b, {}};
-      if (b->op) f.deps = b->op->buffers();
+      if (b->op) {
+        auto leaves = b->op->buffers();
+        f.deps.assign(leaves.begin(), leaves.end());
+      }
       if (b->isView()) f.deps.push_back(b->baseRef().get());
       return f;
     };

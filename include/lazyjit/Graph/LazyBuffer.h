@@ -67,19 +67,25 @@ namespace graph_detail {
 struct LazyCacheAccess;
 }
 
+/// The one copy of a device name that every LazyBuffer on that device refers to (a program uses a
+/// handful of devices; the copies are never freed).
+const std::string &internDevice(const std::string &device);
+
+/// Memory layout: a long graph's build, schedule and free times follow its bytes per node (each
+/// node's lines are written once and read again past the caches), so the fields every walk reads
+/// come first and the ones few buffers use (an assign's target, realized and discarded children)
+/// live apart, allocated on first use.
 class LazyBuffer : public std::enable_shared_from_this<LazyBuffer> {
 public:
   // (device and optype never change: the dedup cache compares them against the hash it stored)
-  const std::string device;
+  /// The interned device name (internDevice).
+  const std::string &device;
   const ShapeTracker st;
   /// st.shape(); `st` is never reassigned, so this stays valid (and saves a copy per node).
   const Shape &shape;
-  const OpType optype;
   /// The op that computes this buffer; null once it is realized (the reference's `del op`).
   LazyOpRef op;
-  /// The buffer an assign writes into (reference `output_buffer`).
-  std::shared_ptr<Buffer> outputBuffer;
-  WeakBufferSet views;
+  const OpType optype;
 
   /// The number of live children (buffers whose op reads this one), counted up to `atMost`: the
   /// walk stops there. len(children) of the reference is childCount() with no limit.
@@ -96,12 +102,16 @@ public:
   /// leaves it was built from for as long as it lives.
   void dropOp();
 
+  /// The buffer an assign writes into (reference `output_buffer`; null when none).
+  const std::shared_ptr<Buffer> &outputBuffer() const;
+  void setOutputBuffer(std::shared_ptr<Buffer> b);
+
   /// The reference's constructor: links `op` into the graph (this buffer becomes a child of every
   /// buffer in `op`) and registers as a view of `base`. Use create() or createLazyBuffer().
-  static LazyBufferRef create(std::string device, ShapeTracker st, OpType optype, LazyOpRef op,
+  static LazyBufferRef create(const std::string &device, ShapeTracker st, OpType optype, LazyOpRef op,
                               DType dtype, std::shared_ptr<Buffer> realized = nullptr,
                               LazyBufferRef base = nullptr);
-  LazyBuffer(std::string device, ShapeTracker st, OpType optype, LazyOpRef op, DType dtype,
+  LazyBuffer(const std::string &device, ShapeTracker st, OpType optype, LazyOpRef op, DType dtype,
              std::shared_ptr<Buffer> realized, LazyBufferRef base);
   ~LazyBuffer();
   LazyBuffer(const LazyBuffer &) = delete;
@@ -155,23 +165,35 @@ private:
   friend class WeakBufferSet;
   friend class LazyOp; // unlinks itself from users_ when it dies
   friend struct graph_detail::LazyCacheAccess; // the dedup cache (LazyCache.cpp)
-  /// The sets (other buffers' `views`, `realizedChildren_`, `discarded_`) this buffer is in.
-  PtrList<WeakBufferSet> memberOf_;
-  /// The linked ops that have this buffer as a direct source.
-  PtrList<const LazyOp> users_;
-  /// Children whose op was dropped at realization.
-  WeakBufferSet realizedChildren_;
-  /// Buffers discarded from the children (they never count again, unless the dedup cache hands
-  /// them out again: the reference re-adds a cache hit to its leaves' children).
-  WeakBufferSet discarded_;
-  std::shared_ptr<Buffer> realized_;
-  LazyBufferRef base_;
   DType dtype_;
   /// The dedup cache holds this buffer under `cacheHash_` until it dies. `cacheOp_` is its op as
   /// the cache compares it, kept weakly: realization drops `op`, and an equal op still alive
   /// elsewhere finds the realized buffer, as the reference's weak key does.
   bool inCache_ = false;
-  size_t cacheHash_ = 0;
+  uint32_t cacheHash_ = 0;
+  LazyBufferRef base_;
+  std::shared_ptr<Buffer> realized_;
+
+public:
+  // (declared among the private fields for the layout: the fields a walk reads, together)
+  WeakBufferSet views;
+
+private:
+  /// The linked ops that have this buffer as a direct source.
+  PtrList<const LazyOp> users_;
+  /// The sets (other buffers' `views`, a cold part's sets) this buffer is in.
+  PtrList<WeakBufferSet> memberOf_;
+  /// What few buffers have, made on first use.
+  struct Cold {
+    /// Children whose op was dropped at realization.
+    WeakBufferSet realizedChildren;
+    /// Buffers discarded from the children (they never count again, unless the dedup cache hands
+    /// them out again: the reference re-adds a cache hit to its leaves' children).
+    WeakBufferSet discarded;
+    std::shared_ptr<Buffer> outputBuffer;
+  };
+  std::unique_ptr<Cold> cold_;
+  Cold &cold();
   std::weak_ptr<const LazyOp> cacheOp_;
   /// Creation order: an op's newest leaf is the one with the greatest serial (LazyOp::newestLeaf).
   const uint64_t serial_;

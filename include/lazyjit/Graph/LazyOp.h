@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -110,6 +111,15 @@ inline const LazyOp *srcOp(const LazySrc &s) { return s.isBuffer() ? nullptr : s
 class LazyOp {
 public:
   Op op;
+
+private:
+  friend class LazyBuffer;
+  // (here for the layout: in the bytes after `op`, which its alignment would leave empty)
+  mutable bool linked_ = false; ///< see `parents_`
+  mutable bool leavesDone_ = false;
+  mutable uint32_t leafCount_ = 0;
+
+public:
   LazySrcs src;
   LazyOpArg arg;
 
@@ -133,7 +143,7 @@ public:
 
   /// The leaf LazyBuffers, deduplicated, in DFS order. The op's sources own them: the pointers
   /// live as long as this op (use shared_from_this() to keep one longer).
-  const std::vector<LazyBuffer *> &buffers() const;
+  std::span<LazyBuffer *const> buffers() const;
   /// Every LazyOp node in preorder, duplicates included (a subtree shared n times appears n
   /// times: exponential in the depth of an AST like `x = x * x` repeated).
   std::vector<const LazyOp *> lazyops() const;
@@ -149,17 +159,15 @@ public:
   const Shape &shapeArg() const { return std::get<Shape>(arg); }
 
 private:
-  friend class LazyBuffer;
   size_t hash_;
   LazyBuffer *newestLeaf_ = nullptr;
   uint64_t newestSerial_ = 0;
-  mutable std::vector<LazyBuffer *> buffers_;
-  mutable bool buffersDone_ = false;
+  /// buffers(), computed on first use: `leafCount_` pointers from the node pool.
+  mutable LazyBuffer **leaves_ = nullptr;
   // Graph links (LazyBuffer.h), set when a LazyBuffer is created over this op or over an op that
-  // contains it; kernel ASTs and other temporary trees are never linked. `parents_` are the linked
-  // ops that have this one as a source, `owners_` the live LazyBuffers whose `op` this is. Both
-  // are weak: a parent or owner unlinks itself before it releases this op.
-  mutable bool linked_ = false;
+  // contains it (`linked_`); kernel ASTs and other temporary trees are never linked. `parents_`
+  // are the linked ops that have this one as a source, `owners_` the live LazyBuffers whose `op`
+  // this is. Both are weak: a parent or owner unlinks itself before it releases this op.
   mutable PtrList<const LazyOp> parents_;
   mutable PtrList<LazyBuffer> owners_;
 };
