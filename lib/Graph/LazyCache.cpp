@@ -151,16 +151,19 @@ LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device,
   auto &cache = lazyCache();
   uint32_t h = LazyCache::hashOf(device, dtype, optype, *op, base.get());
   std::vector<std::shared_ptr<const LazyOp>> held; // released after the lock
-  {
-    CacheLock lock(cache.mu);
-    if (LazyBufferRef hit = cache.find(h, device, dtype, optype, *op, base.get(), held)) {
-      LAZYJIT_LOG(Graph, 2, "lazycache hit: {} reuses an equal {}", hit->repr(), opName(op->op));
-      hit->readdAsChild(*op);
-      return hit;
-    }
+  // A miss creates and files the buffer under the same lock as the lookup (one locked
+  // instruction per buffer, not two). Creating it frees nothing (its op and base move into it),
+  // unless its constructor throws: the constructor's checks are made here first, before the lock.
+  LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base && base->optype != OpType::Movement),
+                         "MovementOps must be based");
+  LAZYJIT_INTERNAL_CHECK(base || st.contiguous(), "unbased LazyBuffers must be contiguous");
+  CacheLock lock(cache.mu);
+  if (LazyBufferRef hit = cache.find(h, device, dtype, optype, *op, base.get(), held)) {
+    LAZYJIT_LOG(Graph, 2, "lazycache hit: {} reuses an equal {}", hit->repr(), opName(op->op));
+    hit->readdAsChild(*op);
+    return hit;
   }
   LazyBufferRef ret = LazyBuffer::create(device, std::move(st), optype, std::move(op), dtype, nullptr, std::move(base));
-  CacheLock lock(cache.mu);
   cache.insert(h, *ret);
   return ret;
 }

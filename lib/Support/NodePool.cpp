@@ -36,6 +36,10 @@ struct alignas(64) Slab {
   std::atomic<uint32_t> live;
 };
 constexpr size_t kHeaderBytes = sizeof(Slab);
+/// How far ahead of the bump pointer carve() asks for lines to write: about a quarter of an
+/// element-wise op's nodes, ~0.2 us of building (chains of 20,000 ops, 200 to 2,048 bytes tried:
+/// 512 to 2,048 alike).
+constexpr size_t kPrefetchAhead = 512;
 
 Slab *slabOf(void *p) {
   return reinterpret_cast<Slab *>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{kSlabBytes} - 1));
@@ -123,6 +127,11 @@ struct Bump {
     next += bytes;
     left -= bytes;
     ++carved;
+    // Ask for the lines the next allocations will write: carving a freed graph's slabs again
+    // writes lines long out of the caches, and each write waited for its line in turn (building a
+    // chain of 20,000 ops took 1.5 times as long per op as one of 200). A prefetch past the slab's
+    // end touches nothing it could fault on.
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(next + kPrefetchAhead + o, 1, 3);
     return p;
   }
 };
