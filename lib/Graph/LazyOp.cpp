@@ -5,6 +5,7 @@
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Support/Math.h"
 #include "lazyjit/Support/PtrSet.h"
+#include "lazyjit/Support/StridePrefetch.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -151,6 +152,7 @@ std::span<LazyBuffer *const> LazyOp::buffers() const {
     std::vector<LazyBuffer *> found;
     PtrSet<LazyOp> walked;
     PtrSet<LazyBuffer> seen;
+    StridePrefetch ahead;
     while (!stack.empty()) {
       Item it = stack.back();
       stack.pop_back();
@@ -159,6 +161,7 @@ std::span<LazyBuffer *const> LazyOp::buffers() const {
         continue;
       }
       if (!walked.insert(it.op)) continue;
+      ahead.visit(it.op);
       for (size_t i = it.op->src.size(); i-- > 0;) {
         const LazySrc &s = it.op->src[i];
         stack.push_back(s.isBuffer() ? Item{nullptr, s.buf.get()} : Item{s.op.get(), nullptr});

@@ -302,3 +302,28 @@ TEST_CASE("LazyBuffer dedup cache: threads building graphs of their own share th
   CHECK(wrongSizes == 0);
   CHECK(lazyCacheSize() == before);
 }
+
+TEST_CASE("LazyBuffer nodes: one interned device name, small nodes, an output buffer set and cleared") {
+  // a long graph's build and schedule time follows its bytes per node: these are the sizes the
+  // bench's W9b figures were measured with (libstdc++ on x86-64)
+  CHECK(sizeof(LazyBuffer) <= 224);
+  CHECK(sizeof(LazyOp) <= 272);
+  auto a = emptyBuf(4), b = emptyBuf(4);
+  auto c = LazyBuffer::loadop(opts, Op::Empty, {SInt(4)}, dtypes::float32, std::string("CP") + "U");
+  CHECK(&a->device == &b->device);
+  CHECK(&a->device == &c->device); // equal names share one copy, however the caller made theirs
+  auto g = LazyBuffer::loadop(opts, Op::Empty, {SInt(4)}, dtypes::float32, "CPU:1");
+  CHECK(g->device == "CPU:1");
+  CHECK(&g->device != &a->device);
+  CHECK(&internDevice("CPU:1") == &g->device);
+  // the output buffer lives in the part made on first use: unset, set, cleared
+  CHECK(a->outputBuffer() == nullptr);
+  auto storage = std::shared_ptr<Buffer>(reinterpret_cast<Buffer *>(new int(0)), [](Buffer *p) {
+    delete reinterpret_cast<int *>(p);
+  });
+  a->setOutputBuffer(storage);
+  CHECK(a->outputBuffer() == storage);
+  CHECK(b->outputBuffer() == nullptr);
+  a->setOutputBuffer(nullptr);
+  CHECK(a->outputBuffer() == nullptr);
+}

@@ -41,7 +41,7 @@ TEST_CASE("PtrList behaves as a set through inline, heap and indexed storage") {
 TEST_CASE("PtrList keeps its first element inline and finds by position") {
   int a = 0, b = 0, c = 0;
   PtrList<int> list;
-  CHECK(sizeof(list) <= 24);
+  CHECK(sizeof(list) == 16); // (the index, when there is one, hangs off the heap array)
   list.push_back(&a);
   CHECK(list[0] == &a);
   CHECK(list.find(&a) == 0);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Support/StridePrefetch.h"
 
 #include <unordered_set>
 #include <vector>
@@ -53,11 +54,15 @@ void postorderOnce(const NodeT &root, Done &&done, Leave &&leave) {
     size_t next;
   };
   std::vector<Frame> stack{{&root, 0}};
+  StridePrefetch ahead; // (a chain's walk goes down one node per step)
   while (!stack.empty()) {
     Frame &f = stack.back();
     if (f.next < f.op->src.size()) {
       const NodeT *x = srcOp(f.op->src[f.next++]);
-      if (x && !done(*x)) stack.push_back({x, 0}); // (f may dangle now)
+      if (x && !done(*x)) {
+        ahead.visit(x);
+        stack.push_back({x, 0}); // (f may dangle now)
+      }
       continue;
     }
     const NodeT *op = f.op;
