@@ -76,25 +76,42 @@ void recycle(Slab *slab) {
     return;
   }
 #endif
-  ::operator delete(static_cast<void *>(slab), std::align_val_t{kSlabBytes});
-  gReserved.fetch_sub(kSlabBytes, std::memory_order_relaxed);
+  // (a slab is part of a chunk: it stays the pool's, warm, when its pages cannot be offered back)
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.warm.push_back(slab);
+}
+
+/// Memory for a new slab, carved from 2 MiB chunks that ask for transparent huge pages: a long
+/// graph's nodes span thousands of 4 KiB pages, and every walk over them missed the TLB as well as
+/// the caches (kernels that leave huge pages to madvise still back these ones).
+void *newSlabMemory() { // (called with shared().mu held)
+  constexpr size_t kChunkBytes = size_t{2} << 20;
+  static char *chunk = nullptr;
+  static size_t used = kChunkBytes;
+  if (used == kChunkBytes) {
+    chunk = static_cast<char *>(::operator new(kChunkBytes, std::align_val_t{kChunkBytes}));
+#ifdef MADV_HUGEPAGE
+    madvise(chunk, kChunkBytes, MADV_HUGEPAGE); // (advice: without it the chunk is plain pages)
+#endif
+    gReserved.fetch_add(kChunkBytes, std::memory_order_relaxed);
+    used = 0;
+  }
+  void *mem = chunk + used;
+  used += kSlabBytes;
+  return mem;
 }
 
 Slab *freshSlab() {
   Shared &s = shared();
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    // warm slabs first; a cold one may still have its pages (then it costs no fault either)
-    for (std::vector<Slab *> *list : {&s.warm, &s.cold})
-      if (!list->empty()) {
-        Slab *slab = list->back();
-        list->pop_back();
-        return slab;
-      }
-  }
-  void *mem = ::operator new(kSlabBytes, std::align_val_t{kSlabBytes});
-  gReserved.fetch_add(kSlabBytes, std::memory_order_relaxed);
-  return new (mem) Slab{};
+  std::lock_guard<std::mutex> lock(s.mu);
+  // warm slabs first; a cold one may still have its pages (then it costs no fault either)
+  for (std::vector<Slab *> *list : {&s.warm, &s.cold})
+    if (!list->empty()) {
+      Slab *slab = list->back();
+      list->pop_back();
+      return slab;
+    }
+  return new (newSlabMemory()) Slab{};
 }
 
 /// A bump allocator over one current slab. Trivially destructible, so a thread's copy stays usable

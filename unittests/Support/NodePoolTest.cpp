@@ -92,6 +92,26 @@ TEST_CASE("free slabs past the warm limit stay the pool's, their pages offered b
   setNodePoolWarmSlabs(limit);
 }
 
+TEST_CASE("the pool grows by whole 2 MiB chunks of slabs, which a fresh graph fills in turn") {
+  if (bypassed()) return;
+  // (chunks ask for transparent huge pages; whether the system grants them is its choice)
+  constexpr size_t kChunk = size_t{2} << 20;
+  size_t before = nodePoolReservedBytes();
+  std::vector<unsigned char *> blocks;
+  // blocks until the free slabs earlier tests left are used up and the pool grows, then 1,000 more
+  auto more = [&] { blocks.push_back(static_cast<unsigned char *>(pool_detail::allocate(512))); };
+  while (nodePoolReservedBytes() == before && blocks.size() < (size_t{1} << 20)) more();
+  CHECK(nodePoolReservedBytes() > before);
+  CHECK(nodePoolReservedBytes() % kChunk == 0);
+  for (int i = 0; i < 1000; ++i) more();
+  // those were carved from the new chunk's slabs, 64 KiB next to each other
+  size_t sameChunk = 0;
+  for (size_t i = blocks.size() - 1000; i < blocks.size(); ++i)
+    sameChunk += reinterpret_cast<uintptr_t>(blocks[i]) / kChunk == reinterpret_cast<uintptr_t>(blocks[i - 1]) / kChunk;
+  CHECK(sameChunk >= 998);
+  for (unsigned char *p : blocks) pool_detail::deallocate(p, 512);
+}
+
 TEST_CASE("consecutive blocks are carved next to each other") {
   if (bypassed()) return;
   // past the blocks of this size the thread keeps (16), every block is carved right after the

@@ -15,6 +15,9 @@
 //   made again reuses the same memory, still in cache);
 // - a block may be freed on any thread (the count is atomic); a thread that exits gives up its
 //   slab and its kept blocks;
+// - slabs are cut from 2 MiB chunks that ask for transparent huge pages (MADV_HUGEPAGE): a long
+//   graph spans thousands of 4 KiB pages, and its walks missed the TLB besides the caches
+//   (scheduling a 20,000-op chain 0.73-0.81 -> 0.60-0.71 us/op);
 // - free slabs are kept for reuse. Up to 256 MiB of them are kept as they are; past that, a freed
 //   slab's pages are offered back to the system with MADV_FREE: the system takes them only when it
 //   runs short of memory, and until then the slab is carved again without a page fault. (Handing

@@ -7,7 +7,7 @@
 namespace lazyjit {
 
 /// A lock for critical sections of a few dozen instructions that one thread takes over and over:
-/// building a graph takes the dedup cache's lock about ten times per op, and scheduling it takes
+/// building a graph takes the dedup cache's lock about five times per op, and scheduling it takes
 /// the kernel IR's intern table's a few times per op. An uncontended std::mutex costs two atomic
 /// read-modify-writes and two calls per section; this costs one exchange and a release store. A
 /// waiter yields its core (the holder may have been preempted). BasicLockable: use it with
