@@ -269,7 +269,12 @@ static std::optional<View> mergeViews(const View &vm2, const View &vm1) {
   return View::create(vm1.shape, strides, vm2.offset, vm1.mask);
 }
 
-ShapeTracker ShapeTracker::simplify() const {
+ShapeTracker ShapeTracker::simplify() && {
+  if (views.size() < 2) return std::move(*this);
+  return static_cast<const ShapeTracker &>(*this).simplify();
+}
+
+ShapeTracker ShapeTracker::simplify() const & {
   std::optional<Views> out; // copied at the first merge: most stacks have one view or do not merge
   while (true) {
     const Views &cur = out ? *out : views.list();
@@ -372,7 +377,12 @@ std::map<std::string, std::pair<NodeRef, int64_t>> ShapeTracker::varVals() const
   return out;
 }
 
-ShapeTracker ShapeTracker::unbind() const {
+ShapeTracker ShapeTracker::unbind() && {
+  if (!views.symbolic()) return std::move(*this);
+  return static_cast<const ShapeTracker &>(*this).unbind();
+}
+
+ShapeTracker ShapeTracker::unbind() const & {
   // without variables there is nothing to unbind (vars() allocates nothing then): the same views
   if (vars().empty()) return *this;
   Views out;

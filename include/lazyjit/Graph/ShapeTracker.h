@@ -77,8 +77,11 @@ struct ShapeTracker {
   /// view when it can; otherwise it always adds a view.
   ShapeTracker reshape(const Shape &newShape, bool mergeView = true) const;
 
-  /// Merges the last two views while the result is exact (the same views when none merge).
-  ShapeTracker simplify() const;
+  /// Merges the last two views while the result is exact (the same views when none merge). On a
+  /// temporary, the same views are moved on, not copied (a copy is an atomic count once the
+  /// process has threads: `st.simplify().unbind()` for each leaf of a kernel).
+  ShapeTracker simplify() const &;
+  ShapeTracker simplify() &&;
 
   /// Index and validity expressions over per-dimension index nodes (default: `idx0..idxN-1`).
   std::pair<NodeRef, NodeRef> exprIdxs(std::optional<std::vector<NodeRef>> idxs = std::nullopt) const;
@@ -95,7 +98,8 @@ struct ShapeTracker {
   std::map<std::string, std::pair<NodeRef, int64_t>> varVals() const;
   /// The views with every bound variable replaced by its unbound one (the same views when there
   /// are no variables: the scheduler unbinds every leaf it loads).
-  ShapeTracker unbind() const;
+  ShapeTracker unbind() const &;
+  ShapeTracker unbind() &&;
 
   /// `views` with the last one replaced by `v`.
   ShapeTracker withLast(View v) const;
