@@ -108,9 +108,7 @@ LazyBuffer::LazyBuffer(const std::string &device_, ShapeTracker st_, OpType opty
                        DType dtype, std::shared_ptr<Buffer> realized, LazyBufferRef base)
     : device(internDevice(device_)), st(std::move(st_)), shape(st.shape()), op(std::move(op_)), optype(optype_),
       dtype_(dtype), base_(std::move(base)), realized_(std::move(realized)), serial_(nextSerial()) {
-  LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base_ && base_->optype != OpType::Movement),
-                         "MovementOps must be based");
-  LAZYJIT_INTERNAL_CHECK(base_ || st.contiguous(), "unbased LazyBuffers must be contiguous");
+  checkConstruction(optype, base_.get(), st);
   ++liveCounter();
 }
 
@@ -124,6 +122,12 @@ LazyBuffer::~LazyBuffer() {
   if (op) op->owners_.erase(this);
   deferRelease(std::move(op));
   deferRelease(std::move(base_));
+}
+
+void LazyBuffer::checkConstruction(OpType optype, const LazyBuffer *base, const ShapeTracker &st) {
+  LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base && base->optype != OpType::Movement),
+                         "MovementOps must be based");
+  LAZYJIT_INTERNAL_CHECK(base || st.contiguous(), "unbased LazyBuffers must be contiguous");
 }
 
 LazyBufferRef LazyBuffer::create(const std::string &device, ShapeTracker st, OpType optype, LazyOpRef op,

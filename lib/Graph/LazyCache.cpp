@@ -153,10 +153,8 @@ LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device,
   std::vector<std::shared_ptr<const LazyOp>> held; // released after the lock
   // A miss creates and files the buffer under the same lock as the lookup (one locked
   // instruction per buffer, not two). Creating it frees nothing (its op and base move into it),
-  // unless its constructor throws: the constructor's checks are made here first, before the lock.
-  LAZYJIT_INTERNAL_CHECK(optype != OpType::Movement || (base && base->optype != OpType::Movement),
-                         "MovementOps must be based");
-  LAZYJIT_INTERNAL_CHECK(base || st.contiguous(), "unbased LazyBuffers must be contiguous");
+  // unless its constructor throws: its checks are made here first, before the lock.
+  LazyBuffer::checkConstruction(optype, base.get(), st);
   CacheLock lock(cache.mu);
   if (LazyBufferRef hit = cache.find(h, device, dtype, optype, *op, base.get(), held)) {
     LAZYJIT_LOG(Graph, 2, "lazycache hit: {} reuses an equal {}", hit->repr(), opName(op->op));

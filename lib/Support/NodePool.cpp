@@ -83,7 +83,7 @@ void recycle(Slab *slab) {
 
 /// Memory for a new slab, carved from 2 MiB chunks that ask for transparent huge pages: a long
 /// graph's nodes span thousands of 4 KiB pages, and every walk over them missed the TLB as well as
-/// the caches (kernels that leave huge pages to madvise still back these ones).
+/// the caches (a system that grants huge pages only where asked, Debian's default, backs these).
 void *newSlabMemory() { // (called with shared().mu held)
   constexpr size_t kChunkBytes = size_t{2} << 20;
   static char *chunk = nullptr;

@@ -113,6 +113,10 @@ public:
                               LazyBufferRef base = nullptr);
   LazyBuffer(const std::string &device, ShapeTracker st, OpType optype, LazyOpRef op, DType dtype,
              std::shared_ptr<Buffer> realized, LazyBufferRef base);
+  /// The constructor's checks (InternalError): a movement op is based on a non-movement buffer,
+  /// and an unbased buffer is contiguous. createLazyBuffer makes them before it takes the dedup
+  /// cache's lock, under which nothing may throw.
+  static void checkConstruction(OpType optype, const LazyBuffer *base, const ShapeTracker &st);
   ~LazyBuffer();
   LazyBuffer(const LazyBuffer &) = delete;
   LazyBuffer &operator=(const LazyBuffer &) = delete;
