@@ -1,10 +1,10 @@
 // LazyOp structure: hashing, structural equality, buffer collection, buffer mapping.
 #include "lazyjit/Graph/LazyOp.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
+#include "lazyjit/Graph/WalkMarks.h"
 #include "lazyjit/Support/Release.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Support/Math.h"
-#include "lazyjit/Support/PtrSet.h"
 #include "lazyjit/Support/StridePrefetch.h"
 
 #include <algorithm>
@@ -105,7 +105,7 @@ LazyOp::LazyOp(Op op_, LazySrcs &&src_, LazyOpArg &&arg_)
     }
   }
   hashCombine(h, argHash(arg));
-  hash_ = h;
+  hash_ = static_cast<uint32_t>(h ^ (h >> 32));
 }
 
 bool LazyOp::operator==(const LazyOp &o) const {
@@ -143,24 +143,24 @@ std::span<LazyBuffer *const> LazyOp::buffers() const {
     // The leaves in first-seen depth-first order, found without recursion (a merged chain is as
     // deep as it is long) and without filling the sources' caches (a chain of n ops would keep
     // n lists of up to n leaves). A shared subtree is walked once: when the walk meets it again,
-    // all its leaves have been seen.
+    // all its leaves have been seen. Walked ops and seen leaves are marked in the nodes.
     struct Item {
       const LazyOp *op;
       LazyBuffer *buf;
     };
     std::vector<Item> stack{{this, nullptr}};
     std::vector<LazyBuffer *> found;
-    PtrSet<LazyOp> walked;
-    PtrSet<LazyBuffer> seen;
+    WalkMarks marks;
     StridePrefetch ahead;
     while (!stack.empty()) {
       Item it = stack.back();
       stack.pop_back();
       if (it.buf) {
-        if (seen.insert(it.buf)) found.push_back(it.buf);
+        if (marks.flag(*it.buf)) found.push_back(it.buf);
         continue;
       }
-      if (!walked.insert(it.op)) continue;
+      if (marks.of(*it.op)) continue;
+      marks.set(*it.op, 1);
       ahead.visit(it.op);
       for (size_t i = it.op->src.size(); i-- > 0;) {
         const LazySrc &s = it.op->src[i];

@@ -2,6 +2,7 @@
 // _replace_bufferops), its inputs and its variables.
 #include "KernelBuild.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
+#include "lazyjit/Graph/WalkMarks.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/PtrSet.h"
 
@@ -33,31 +34,34 @@ void mergeVarVals(VarVals &out, const ShapeTracker &st) {
 }
 
 ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals) {
-  // `nodes` holds the node built for each leaf and each lazy op, found through two address maps
-  // (a lookup costs the same for a chain of any length). A leaf that is not an unrealized
-  // constant loads its base, numbered in the order first met (inputsOf)
+  // One pass over the leaves in buffers() order numbers the base buffers as inputsOf does and
+  // collects the variables; then a post-order walk builds each distinct lazy node once. Its result
+  // index is a mark in the lazy node (WalkMarks), and a leaf's node is built where the walk meets
+  // it: equal leaves intern to one node, so a leaf met again (flagged) is built a second time and
+  // kept in `repeated`, which holds only leaves read more than once. No table as large as the
+  // tree: on a 200,000-op chain, probing two of them at random was a third of scheduling.
   const auto &bufs = op->buffers();
   Inputs in;
-  std::vector<KernelOpRef> nodes;
-  nodes.reserve(bufs.size() * 2);
-  PtrMap<LazyBuffer, uint32_t> leafOf;
-  leafOf.reserve(bufs.size());
   std::vector<NodeRef> vars;
   for (LazyBuffer *x : bufs) {
-    mergeVarVals(varVals, x->st);
-    ShapeTracker st = x->st.simplify().unbind();
-    addVars(vars, st);
-    leafOf.emplace(x, static_cast<uint32_t>(nodes.size()));
-    if (x->isUnrealizedConst()) {
-      nodes.push_back(KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st)));
-      continue;
+    if (x->st.views.symbolic()) { // (a tracker without variables binds none)
+      mergeVarVals(varVals, x->st);
+      addVars(vars, x->st.simplify().unbind());
     }
-    nodes.push_back(KernelOp::load(in.add(x), x->dtype(), std::move(st)));
+    if (!x->isUnrealizedConst()) in.add(x);
   }
-  auto leaf = [&](const LazyBuffer *b) -> const KernelOpRef & {
-    const uint32_t *i = leafOf.find(b);
-    LAZYJIT_INTERNAL_CHECK(i != nullptr, "schedule: a leaf was not replaced");
-    return nodes[*i];
+  auto build = [&](const LazyBuffer *x) {
+    ShapeTracker st = x->st.simplify().unbind();
+    if (x->isUnrealizedConst()) return KernelOp::constant(std::get<double>(x->base()->op->arg), x->dtype(), std::move(st));
+    return KernelOp::load(in.idx.at(x->base()), x->dtype(), std::move(st));
+  };
+  WalkMarks marks;
+  PtrMap<LazyBuffer, KernelOpRef> repeated;
+  auto leaf = [&](const LazyBuffer *b) -> KernelOpRef {
+    if (marks.flag(*b)) return build(b);
+    auto [node, fresh] = repeated.emplace(b, nullptr);
+    if (fresh) *node = build(b);
+    return *node;
   };
   const LazyOp *root = op.get();
   if (op->op == Op::Reshape || op->op == Op::Contiguous) {
@@ -65,16 +69,15 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals) {
     if (s.isBuffer()) return {leaf(s.buf.get()), std::move(in.bufs), std::move(vars), std::move(varVals)};
     root = s.op.get();
   }
-  // each distinct node of the lazy tree once, sources first, without recursion (a fused chain is as
-  // deep as it is long)
-  PtrMap<LazyOp, uint32_t> built;
-  postorderOnce(*root, [&](const LazyOp &x) { return built.find(&x) != nullptr; }, [&](const LazyOp &x) {
+  // (without recursion: a fused chain is as deep as it is long)
+  std::vector<KernelOpRef> nodes;
+  postorderOnce(*root, [&](const LazyOp &x) { return marks.of(x) != 0; }, [&](const LazyOp &x) {
     KernelOpRefs src;
-    for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : nodes[*built.find(s.op.get())]);
-    built.emplace(&x, static_cast<uint32_t>(nodes.size()));
+    for (const LazySrc &s : x.src) src.push_back(s.isBuffer() ? leaf(s.buf.get()) : nodes[marks.of(*s.op) - 1]);
     nodes.push_back(KernelOp::make(x.op, std::move(src), x.arg));
+    marks.set(x, static_cast<uint32_t>(nodes.size()));
   });
-  return {nodes[*built.find(root)], std::move(in.bufs), std::move(vars), std::move(varVals)};
+  return {std::move(nodes.back()), std::move(in.bufs), std::move(vars), std::move(varVals)};
 }
 
 } // namespace lazyjit::schedule_detail

@@ -1,6 +1,8 @@
 // The lazy graph's bookkeeping: children counts (childCount over the graph links) and
 // merged chains. Fusion decisions read these counts, so they must match Python's WeakSet exactly.
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Graph/WalkMarks.h"
+#include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/Config.h"
 
 #include <doctest/doctest.h>
@@ -326,4 +328,70 @@ TEST_CASE("LazyBuffer nodes: one interned device name, small nodes, an output bu
   CHECK(b->outputBuffer() == nullptr);
   a->setOutputBuffer(nullptr);
   CHECK(a->outputBuffer() == nullptr);
+}
+
+TEST_CASE("WalkMarks: a walk's marks live in the nodes, one walk per thread, cleared when it ends") {
+  auto x = emptyBuf(8), y = emptyBuf(8);
+  auto s = x->e(opts, Op::Add, {y});
+  const LazyOp &op = *s->op;
+  {
+    WalkMarks marks;
+    CHECK(marks.of(op) == 0);
+    CHECK_FALSE(marks.flagged(*x));
+    marks.set(op, 7);
+    CHECK(marks.of(op) == 7);
+    marks.set(op, 9); // (renumbering a node records it once)
+    CHECK(marks.of(op) == 9);
+    CHECK(marks.flag(*x));
+    CHECK_FALSE(marks.flag(*x)); // flagged already
+    CHECK(marks.flagged(*x));
+    CHECK_FALSE(marks.flagged(*y));
+    // a second walk on this thread would read the first one's marks as its own
+    CHECK_THROWS_WITH_AS(WalkMarks(), doctest::Contains("inside another walk"), InternalError);
+    // another thread's walk is its own (over nodes of its own: the graph is not thread-safe)
+    bool otherThread = false;
+    std::thread([&] {
+      auto z = emptyBuf(8);
+      WalkMarks theirs;
+      otherThread = theirs.flag(*z) && theirs.flagged(*z);
+    }).join();
+    CHECK(otherThread);
+  }
+  WalkMarks next; // the first walk's marks were cleared when it ended
+  CHECK(next.of(op) == 0);
+  CHECK_FALSE(next.flagged(*x));
+}
+
+TEST_CASE("WalkMarks: a walk that throws leaves no marks behind") {
+  auto x = emptyBuf(8);
+  auto s = x->e(opts, Op::Neg);
+  try {
+    WalkMarks marks;
+    marks.set(*s->op, 1);
+    marks.flag(*x);
+    throw Error("stop the walk");
+  } catch (const Error &) {
+  }
+  WalkMarks next;
+  CHECK(next.of(*s->op) == 0);
+  CHECK_FALSE(next.flagged(*x));
+}
+
+TEST_CASE("LazyOp::buffers: shared subtrees and repeated leaves, and no marks left after") {
+  auto x = emptyBuf(8), y = emptyBuf(8), z = emptyBuf(8);
+  auto xy = x->e(opts, Op::Mul, {y});      // read twice below: a shared subtree
+  auto u = xy->e(opts, Op::Add, {xy});     // (x*y) + (x*y)
+  auto v = z->e(opts, Op::Sub, {x});       // x again, after z
+  auto w = u->e(opts, Op::Mul, {v});
+  xy.reset();
+  u.reset();
+  v.reset();
+  const auto &bufs = w->op->buffers();
+  REQUIRE(bufs.size() == 3);
+  CHECK(bufs[0] == x.get());
+  CHECK(bufs[1] == y.get());
+  CHECK(bufs[2] == z.get());
+  WalkMarks after;
+  for (LazyBuffer *b : bufs) CHECK_FALSE(after.flagged(*b));
+  for (const LazyOp *o : w->op->uniqueOps()) CHECK(after.of(*o) == 0);
 }

@@ -196,3 +196,40 @@ TEST_CASE("KernelOp: a kernel that reads the constants 0.0 and -0.0 keeps both")
     for (float v : signed_.toVector<float>()) CHECK(std::isnan(v));
   }
 }
+
+TEST_CASE("KernelOp: a kernel whose lazy tree reads leaves and subtrees again builds each node once") {
+  // replaceBufferOps builds a leaf's node where its walk meets it, and again at its second meeting
+  // (then keeps it): equal leaves must be one node, and the inputs numbered in buffers() order
+  Tensor x = Tensor::arange(8).cast(dtypes::float32), y = Tensor::arange(8).cast(dtypes::float32) * 2.0f;
+  x.realize();
+  y.realize();
+  Tensor t = y;
+  for (int i = 0; i < 6; ++i) t = (t * x + x) * y; // x read twice per step, y once
+  Tensor shared = t * t;                              // the whole chain twice: a shared subtree
+  std::vector<ScheduleItem> items = schedule(shared.lazydata());
+  REQUIRE(items.size() == 1);
+  const ScheduleItem &k = items.back();
+  // the inputs in the leaves' first-seen order: y (the chain's start), then x
+  REQUIRE(k.inputs.size() == 2);
+  CHECK(k.inputs[0].get() == y.lazydata()->base());
+  CHECK(k.inputs[1].get() == x.lazydata()->base());
+  // the same tree built by hand from interned nodes is the same object
+  ShapeTracker st = ShapeTracker::fromShape({8});
+  KernelOpRef lx = KernelOp::load(2, dtypes::float32, st), ly = KernelOp::load(1, dtypes::float32, st);
+  KernelOpRef e = ly;
+  for (int i = 0; i < 6; ++i)
+    e = KernelOp::make(Op::Mul, {KernelOp::make(Op::Add, {KernelOp::make(Op::Mul, {e, lx}), lx}), ly});
+  e = KernelOp::make(Op::Mul, {e, e});
+  REQUIRE(k.ast->src.size() == 1);
+  CHECK(k.ast->src[0] == e);
+  int loads = 0;
+  for (const KernelOp *n : k.ast->uniqueOps()) loads += n->op == Op::Load;
+  CHECK(loads == 2);
+  // and it computes what the tree says
+  std::vector<float> got = shared.toVector<float>();
+  for (int j = 0; j < 8; ++j) {
+    double xv = j, yv = 2.0 * j, v = yv;
+    for (int i = 0; i < 6; ++i) v = (v * xv + xv) * yv;
+    CHECK(got[j] == doctest::Approx(v * v).epsilon(1e-5));
+  }
+}

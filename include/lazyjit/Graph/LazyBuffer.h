@@ -169,11 +169,13 @@ private:
   friend class WeakBufferSet;
   friend class LazyOp; // unlinks itself from users_ when it dies
   friend struct graph_detail::LazyCacheAccess; // the dedup cache (LazyCache.cpp)
+  friend class WalkMarks;
   DType dtype_;
   /// The dedup cache holds this buffer under `cacheHash_` until it dies. `cacheOp_` is its op as
   /// the cache compares it, kept weakly: realization drops `op`, and an equal op still alive
   /// elsewhere finds the realized buffer, as the reference's weak key does.
   bool inCache_ = false;
+  mutable bool walkFlag_ = false; ///< WalkMarks.h (in the byte before `cacheHash_`)
   uint32_t cacheHash_ = 0;
   LazyBufferRef base_;
   std::shared_ptr<Buffer> realized_;

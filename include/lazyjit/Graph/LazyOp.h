@@ -114,6 +114,7 @@ public:
 
 private:
   friend class LazyBuffer;
+  friend class WalkMarks;
   // (here for the layout: in the bytes after `op`, which its alignment would leave empty)
   mutable bool linked_ = false; ///< see `parents_`
   mutable bool leavesDone_ = false;
@@ -159,7 +160,8 @@ public:
   const Shape &shapeArg() const { return std::get<Shape>(arg); }
 
 private:
-  size_t hash_;
+  uint32_t hash_; // (32 bits, as the dedup cache keeps it: the other half holds the walk mark)
+  mutable uint32_t walkMark_ = 0; ///< WalkMarks.h
   LazyBuffer *newestLeaf_ = nullptr;
   uint64_t newestSerial_ = 0;
   /// buffers(), computed on first use: `leafCount_` pointers from the node pool.
