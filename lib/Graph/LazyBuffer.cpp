@@ -109,6 +109,9 @@ LazyBuffer::LazyBuffer(const std::string &device_, ShapeTracker st_, OpType opty
     : device(internDevice(device_)), st(std::move(st_)), shape(st.shape()), op(std::move(op_)), optype(optype_),
       dtype_(dtype), base_(std::move(base)), realized_(std::move(realized)), serial_(nextSerial()) {
   checkConstruction(optype, base_.get(), st);
+  const LazyBuffer *b = base_ ? base_.get() : this; // (`base` is the argument here)
+  if (!b->realized_ && b->op && b->op->op == Op::LoadConst) bits_ |= kUnrealizedConst;
+  if (st.views.symbolic()) bits_ |= kSymbolic;
   ++liveCounter();
 }
 
@@ -233,8 +236,15 @@ void LazyBuffer::readdAsChild(const LazyOp &o) {
     if (s.isBuffer() && s.buf->cold_) s.buf->cold_->discarded.discard(this);
 }
 
+void LazyBuffer::noLongerUnrealizedConst() {
+  if (!(bits_ & kUnrealizedConst)) return; // (nor are its views: they took the base's answer)
+  bits_ &= static_cast<uint8_t>(~kUnrealizedConst);
+  for (const LazyBufferRef &v : views.live()) v->bits_ &= static_cast<uint8_t>(~kUnrealizedConst);
+}
+
 void LazyBuffer::dropOp() {
   if (!op) return;
+  if (!base_) noLongerUnrealizedConst();
   for (LazyBuffer *x : op->buffers()) x->cold().realizedChildren.add(this);
   op->owners_.erase(this);
   deferRelease(std::move(op));
@@ -243,11 +253,9 @@ void LazyBuffer::dropOp() {
 
 void LazyBuffer::setRealized(std::shared_ptr<Buffer> b) {
   LAZYJIT_INTERNAL_CHECK(!base_, "no setting realized of based LazyBuffers");
+  LAZYJIT_INTERNAL_CHECK(b != nullptr, "a realized LazyBuffer's storage is never taken back");
   realized_ = std::move(b);
-}
-
-bool LazyBuffer::isUnrealizedConst() const {
-  return !isRealized() && base()->op && base()->op->op == Op::LoadConst;
+  noLongerUnrealizedConst();
 }
 
 bool LazyBuffer::isUnrealizedContiguousConst() const {

@@ -25,7 +25,7 @@ WalkMarks::WalkMarks() {
 
 WalkMarks::~WalkMarks() {
   clearAll(ops_, [](const LazyOp &op) { op.walkMark_ = 0; });
-  clearAll(bufs_, [](const LazyBuffer &b) { b.walkFlag_ = false; });
+  clearAll(bufs_, [](const LazyBuffer &b) { b.bits_ &= static_cast<uint8_t>(~LazyBuffer::kWalkFlag); });
   tActive = false;
 }
 

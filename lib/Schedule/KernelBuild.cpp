@@ -44,7 +44,7 @@ ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals) {
   Inputs in;
   std::vector<NodeRef> vars;
   for (LazyBuffer *x : bufs) {
-    if (x->st.views.symbolic()) { // (a tracker without variables binds none)
+    if (x->symbolicShape()) { // (a tracker without variables binds none)
       mergeVarVals(varVals, x->st);
       addVars(vars, x->st.simplify().unbind());
     }

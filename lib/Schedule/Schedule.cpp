@@ -297,7 +297,9 @@ LazyOpRef astBinaryOps(const LazyOpRef &opRef, const Shape &shape, const std::st
 namespace {
 // Nothing to schedule for this buffer: already in this walk, realized, or an inlined constant.
 bool nothingToSchedule(const LazyBuffer *b, const SeenSet &seen) {
-  return seen.contains(b) || b->isRealized() || b->isUnrealizedConst();
+  // (the constant first: a fused chain's leaves are mostly constants, and it is a bit of the leaf,
+  // where isRealized reads the base)
+  return b->isUnrealizedConst() || seen.contains(b) || b->isRealized();
 }
 
 // The kernel of `self`, whose op has been fixed up and whose sources are scheduled.

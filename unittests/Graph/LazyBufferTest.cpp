@@ -395,3 +395,20 @@ TEST_CASE("LazyOp::buffers: shared subtrees and repeated leaves, and no marks le
   for (LazyBuffer *b : bufs) CHECK_FALSE(after.flagged(*b));
   for (const LazyOp *o : w->op->uniqueOps()) CHECK(after.of(*o) == 0);
 }
+
+TEST_CASE("LazyBuffer::isUnrealizedConst: a constant whose base drops its op is no longer one") {
+  auto x = emptyBuf(8);
+  auto c = x->constLike(opts, 2.0);
+  REQUIRE(c->isView());
+  auto v = c->reshape(opts, {SInt(2), SInt(4)});
+  CHECK(c->isUnrealizedConst());
+  CHECK(v->isUnrealizedConst());
+  CHECK(c->base()->isUnrealizedConst());
+  CHECK_FALSE(x->isUnrealizedConst());
+  c->dropOp(); // a view's own op: the base still is a constant
+  CHECK(c->isUnrealizedConst());
+  c->base()->dropOp();
+  CHECK_FALSE(c->base()->isUnrealizedConst());
+  CHECK_FALSE(c->isUnrealizedConst());
+  CHECK_FALSE(v->isUnrealizedConst());
+}

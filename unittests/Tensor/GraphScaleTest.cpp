@@ -7,6 +7,7 @@
 #include "lazyjit/Support/Config.h"
 #include "lazyjit/CodeGen/Compiler.h"
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Schedule/Schedule.h"
 
 #include <pthread.h>
@@ -149,4 +150,47 @@ TEST_CASE("Graph scale: the kernel of a 100,000-op chain lowers to LLVM IR and i
   CHECK(subs * ((kOps + 1) / 2) == adds * (kOps / 2));
   REQUIRE(got.size() == xs.size());
   for (size_t i = 0; i < xs.size(); ++i) CHECK(got[i] == static_cast<float>(xs[i] + (kOps + 1) / 2 * 2 - kOps / 2));
+}
+
+TEST_CASE("Graph scale: a constant's kept answer follows its base through realization") {
+  // isUnrealizedConst() is a bit kept in each buffer (the scheduler asks it of every leaf); it
+  // must equal its definition: not realized, and the base's op a LOAD CONST
+  auto definition = [](const LazyBuffer &b) {
+    return !b.isRealized() && b.base()->op && b.base()->op->op == Op::LoadConst;
+  };
+  Tensor c = Tensor::full({1}, 3.0f);
+  Tensor row = c.reshape({1, 1}).expand({4, 1}), grid = row.expand({4, 5});
+  std::vector<const LazyBuffer *> bufs{c.lazydata().get(), row.lazydata().get(), grid.lazydata().get()};
+  LazyBuffer &base = *c.lazydata()->base();
+  bufs.push_back(&base);
+  for (const LazyBuffer *b : bufs) {
+    CHECK(b->isUnrealizedConst());
+    CHECK(b->isUnrealizedConst() == definition(*b));
+  }
+  // inlined: the kernel of `grid + 1` reads no buffer, and realizing a constant makes no kernel
+  Tensor sum = grid + 1.0f;
+  std::vector<ScheduleItem> before = schedule(sum.lazydata());
+  REQUIRE(before.size() == 1);
+  CHECK(before.back().inputs.empty());
+  CHECK(schedule(c.lazydata()).empty());
+  // the base given storage as realization gives it (Realize.cpp: storage, then the op dropped):
+  // neither it nor its views are constants from then on, nor a view made later
+  auto storage = std::make_shared<Buffer>("CPU", 1, dtypes::float32);
+  float three = 3.0f;
+  storage->copyIn(&three, sizeof three);
+  base.setRealized(storage);
+  for (const LazyBuffer *b : bufs) {
+    CHECK_FALSE(b->isUnrealizedConst());
+    CHECK(b->isUnrealizedConst() == definition(*b));
+  }
+  base.dropOp();
+  for (const LazyBuffer *b : bufs) CHECK(b->isUnrealizedConst() == definition(*b));
+  CHECK_FALSE(c.reshape({1, 1}).lazydata()->isUnrealizedConst());
+  // and the scheduler loads it
+  Tensor again = grid * 2.0f;
+  std::vector<ScheduleItem> after = schedule(again.lazydata());
+  REQUIRE(after.size() == 1);
+  REQUIRE(after.back().inputs.size() == 1);
+  CHECK(after.back().inputs[0].get() == &base);
+  CHECK(again.toVector<float>() == std::vector<float>(20, 6.0f));
 }

@@ -135,8 +135,14 @@ public:
   void setRealized(std::shared_ptr<Buffer> b);
   DType dtype() const { return base()->dtype_; }
 
-  bool isUnrealizedConst() const;
+  /// Not realized, and its base's op is a LOAD CONST (a constant the scheduler inlines). Kept as
+  /// a bit, updated when the base is realized or drops its op: the scheduler asks it of every
+  /// leaf in several passes, and the answer read the base and then its op, two nodes that a long
+  /// graph has long evicted.
+  bool isUnrealizedConst() const { return bits_ & kUnrealizedConst; }
   bool isUnrealizedContiguousConst() const;
+  /// Whether `st` has symbolic variables (`st.views.symbolic()`, without reading the views).
+  bool symbolicShape() const { return bits_ & kSymbolic; }
 
   // ---- creation and special ops ----
   // Every op is built under the options `o` its caller passes (GraphOptions.h).
@@ -175,7 +181,12 @@ private:
   /// the cache compares it, kept weakly: realization drops `op`, and an equal op still alive
   /// elsewhere finds the realized buffer, as the reference's weak key does.
   bool inCache_ = false;
-  mutable bool walkFlag_ = false; ///< WalkMarks.h (in the byte before `cacheHash_`)
+  /// One bit each (in the byte before `cacheHash_`): the walk flag (WalkMarks.h), and the answers
+  /// of isUnrealizedConst() and symbolicShape(). Like the rest of the graph, not thread-safe.
+  enum : uint8_t { kWalkFlag = 1, kUnrealizedConst = 2, kSymbolic = 4 };
+  mutable uint8_t bits_ = 0;
+  /// Clears kUnrealizedConst on this base and its views (realized, or its op dropped).
+  void noLongerUnrealizedConst();
   uint32_t cacheHash_ = 0;
   LazyBufferRef base_;
   std::shared_ptr<Buffer> realized_;

@@ -32,11 +32,11 @@ public:
     op.walkMark_ = n;
   }
   /// Whether this walk has flagged `b`.
-  bool flagged(const LazyBuffer &b) const { return b.walkFlag_; }
+  bool flagged(const LazyBuffer &b) const { return b.bits_ & LazyBuffer::kWalkFlag; }
   /// Flags `b`; whether it was not flagged yet.
   bool flag(const LazyBuffer &b) {
-    if (b.walkFlag_) return false;
-    b.walkFlag_ = true;
+    if (flagged(b)) return false;
+    b.bits_ |= LazyBuffer::kWalkFlag;
     bufs_.push_back(&b);
     return true;
   }
