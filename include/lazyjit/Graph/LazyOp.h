@@ -115,10 +115,11 @@ public:
 private:
   friend class LazyBuffer;
   friend class WalkMarks;
-  // (here for the layout: in the bytes after `op`, which its alignment would leave empty)
+  // (here for the layout: in the bytes after `op`, which its alignment would leave empty, on the
+  // line a walk reads first and StridePrefetch asks for)
   mutable bool linked_ = false; ///< see `parents_`
   mutable bool leavesDone_ = false;
-  mutable uint32_t leafCount_ = 0;
+  mutable uint32_t walkMark_ = 0; ///< WalkMarks.h
 
 public:
   LazySrcs src;
@@ -160,8 +161,8 @@ public:
   const Shape &shapeArg() const { return std::get<Shape>(arg); }
 
 private:
-  uint32_t hash_; // (32 bits, as the dedup cache keeps it: the other half holds the walk mark)
-  mutable uint32_t walkMark_ = 0; ///< WalkMarks.h
+  uint32_t hash_; // (32 bits, as the dedup cache keeps it)
+  mutable uint32_t leafCount_ = 0; ///< (next to `leaves_`)
   LazyBuffer *newestLeaf_ = nullptr;
   uint64_t newestSerial_ = 0;
   /// buffers(), computed on first use: `leafCount_` pointers from the node pool.
