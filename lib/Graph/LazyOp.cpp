@@ -98,14 +98,10 @@ LazyOp::LazyOp(Op op_, LazySrcs &&src_, LazyOpArg &&arg_)
     // the first of equal serials (only a source reached twice has one): any rule that equal ops
     // apply alike would do
     LazyBuffer *leaf = s.isBuffer() ? s.buf.get() : s.op->newestLeaf_;
-    uint64_t serial = s.isBuffer() ? s.buf->serial_ : s.op->newestSerial_;
-    if (leaf && (!newestLeaf_ || serial > newestSerial_)) {
-      newestLeaf_ = leaf;
-      newestSerial_ = serial;
-    }
+    if (leaf && (!newestLeaf_ || leaf->serial_ > newestLeaf_->serial_)) newestLeaf_ = leaf;
   }
   hashCombine(h, argHash(arg));
-  hash_ = static_cast<uint32_t>(h ^ (h >> 32));
+  hash_ = h;
 }
 
 bool LazyOp::operator==(const LazyOp &o) const {

@@ -40,9 +40,9 @@ struct ReplacedAst {
 
 /// _replace_bufferops: the kernel IR of `op`, whose leaves become LOAD(MemBuffer) of the
 /// deduplicated base buffers (inputsOf's, in its order), or CONST; each distinct node of the lazy
-/// tree is built once. The leaves' variable values are merged into `varVals` on the way: one pass
-/// over the leaves answers every question about them (a fused chain has a leaf per op, and each
-/// further pass over 20,000 of them reads them back from the last-level cache).
+/// tree is built once. The leaves' variable values are merged into `varVals` on the way, in one
+/// pass over the leaves that reads only their bits unless they have variables (a fused chain has
+/// a leaf per op, and each pass over 20,000 of them reads them back from the last-level cache).
 ReplacedAst replaceBufferOps(const LazyOpRef &op, VarVals varVals);
 
 } // namespace lazyjit::schedule_detail

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -411,4 +412,19 @@ TEST_CASE("LazyBuffer::isUnrealizedConst: a constant whose base drops its op is 
   CHECK_FALSE(c->base()->isUnrealizedConst());
   CHECK_FALSE(c->isUnrealizedConst());
   CHECK_FALSE(v->isUnrealizedConst());
+}
+
+TEST_CASE("LazyOp hashes: a long chain of one op has no two ops with one hash") {
+  // a chain of `-x` hashes each op from its source's hash by one and the same function; with 32
+  // bits of hash that iteration fell into a cycle after ~2^16 ops, distinct ops shared a hash, and
+  // the dedup cache compared each new op with an old one node by node (quadratic building)
+  auto x = emptyBuf(4);
+  LazyBufferRef t = x;
+  constexpr int kDepth = 150000;
+  for (int i = 0; i < kDepth; ++i) t = t->e(opts, Op::Neg);
+  std::vector<size_t> hashes;
+  for (const LazyOp *o = t->op.get(); o; o = srcOp(o->src[0])) hashes.push_back(o->hash());
+  REQUIRE(hashes.size() == kDepth);
+  std::sort(hashes.begin(), hashes.end());
+  CHECK(std::adjacent_find(hashes.begin(), hashes.end()) == hashes.end());
 }

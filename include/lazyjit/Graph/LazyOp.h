@@ -161,10 +161,13 @@ public:
   const Shape &shapeArg() const { return std::get<Shape>(arg); }
 
 private:
-  uint32_t hash_; // (32 bits, as the dedup cache keeps it)
+  /// 64 bits: a chain of one op is hashed by iterating one function of the source's hash, and a
+  /// 32-bit hash falls into a cycle after ~2^16 ops, where distinct ops share a hash and the dedup
+  /// cache compares them node by node (a 100,000-op `-x` chain went quadratic).
+  size_t hash_;
   mutable uint32_t leafCount_ = 0; ///< (next to `leaves_`)
+  /// (its serial is read from it: the newest leaf of a source was made just before, nearby)
   LazyBuffer *newestLeaf_ = nullptr;
-  uint64_t newestSerial_ = 0;
   /// buffers(), computed on first use: `leafCount_` pointers from the node pool.
   mutable LazyBuffer **leaves_ = nullptr;
   // Graph links (LazyBuffer.h), set when a LazyBuffer is created over this op or over an op that
