@@ -38,6 +38,38 @@ inline Timing timeIt(const std::function<void()> &call, int warmups = 2, int rep
   return t;
 }
 
+/// One synchronized call of a workload: lazyjit's, or a peer's (which owns its data).
+using Call = std::function<void()>;
+/// A peer measured against lazyjit: its name in the ratios ("openblas", "libtorch", ...) and its call.
+struct Peer {
+  std::string name;
+  Call call;
+};
+
+/// Times `calls` against each other in turns (Interleave.cpp): each makes its first call and
+/// `warmups` more, then `rounds` rounds run every call `perRound` times, in an order that rotates
+/// by one each round, each run of calls after the process's other threads went quiet
+/// (waitForQuietThreads). This host's speed moves by up to 1.5x in phases of seconds, so calls
+/// timed one workload after the other compared different phases; timed in turns, every call samples
+/// the same phases and the ratio of two medians compares like with like. One Timing per call, in
+/// order; `first` is each call's first.
+std::vector<Timing> timeInterleaved(const std::vector<Call> &calls, int rounds = 7, int perRound = 2,
+                                    int warmups = 2);
+
+/// Waits until the other threads of this process together used under 5% of a CPU over 2 ms, or
+/// `maxSeconds` passed; returns whether they went quiet. A peer's idle threads keep a CPU after
+/// its call returns (OpenBLAS's workers yield in a loop for ~0.1 s, libgomp's spin), which the
+/// next workload timed would lose; lazyjit's pool threads sleep at once.
+bool waitForQuietThreads(double maxSeconds = 1.0);
+
+/// What waitForQuietThreads did in this run: waits, how many timed out, the seconds waited and
+/// the longest wait.
+struct QuietStats {
+  int waits = 0, timedOut = 0;
+  double seconds = 0, longest = 0;
+};
+QuietStats quietStats();
+
 /// Heap allocations through C++ operator new so far in this process (AllocCount.cpp).
 uint64_t allocationCount();
 

@@ -32,18 +32,22 @@ Tensor input(const Shape &shape, const std::string &dev) {
 }
 
 Result runTensor(const std::string &id, const std::string &name, const std::string &unit, double workPerCall,
-                 const std::function<Tensor()> &build, const std::string &dev) {
+                 const std::function<Tensor()> &build, const std::string &dev, const std::vector<Peer> &peers) {
   Result r{id, name, unit};
   {
     Tensor probe = build();
     r.kernels = countKernels(probe);
   }
-  r.t = timeIt([&] {
+  std::vector<Call> calls{[&] {
     Tensor out = build();
     out.realize();
     sync(dev);
-  });
+  }};
+  for (const auto &p : peers) calls.push_back(p.call);
+  std::vector<Timing> t = timeInterleaved(calls);
+  r.t = t[0];
   r.rate = workPerCall / r.t.median / 1e9;
+  for (size_t i = 0; i < peers.size(); ++i) r.vs[peers[i].name] = t[i + 1].median / r.t.median;
   return r;
 }
 
@@ -54,65 +58,69 @@ Result benchDeviceCopy(const Sizes &sz, const std::string &device) {
 
 Result benchW1(const Sizes &sz, const std::string &device, bool gpu) {
   Tensor a = input({sz.n1}, device), b = input({sz.n1}, device), c = input({sz.n1}, device);
-  Result r = runTensor("W1", "relu(a*b + c) * 0.5", "GB/s", 16.0 * static_cast<double>(sz.n1),
-                       [&] { return (a * b + c).relu() * 0.5; }, device);
-  r.vsCopy = true;
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_EIGEN
-  if (!gpu) r.vs["eigen"] = r.rate / eigenW1(static_cast<size_t>(sz.n1));
+  if (!gpu) peers.push_back({"eigen", eigenW1(static_cast<size_t>(sz.n1))});
 #endif
   (void)gpu;
+  Result r = runTensor("W1", "relu(a*b + c) * 0.5", "GB/s", 16.0 * static_cast<double>(sz.n1),
+                       [&] { return (a * b + c).relu() * 0.5; }, device, peers);
+  r.vsCopy = true;
   return r;
 }
 
 Result benchW2(const Sizes &sz, const std::string &device, bool gpu, double readRate) {
   Tensor a = input({sz.n1}, device);
-  Result r = runTensor("W2", "sum of all elements", "GB/s", 4.0 * static_cast<double>(sz.n1),
-                       [&] { return a.sum(); }, device);
-  r.vsCopy = true;
-  if (readRate > 0) r.vs["read"] = r.rate / readRate; // context: a plain read loop, same run
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_EIGEN
-  if (!gpu) r.vs["eigen"] = r.rate / eigenW2(static_cast<size_t>(sz.n1));
+  if (!gpu) peers.push_back({"eigen", eigenW2(static_cast<size_t>(sz.n1))});
 #endif
   (void)gpu;
+  Result r = runTensor("W2", "sum of all elements", "GB/s", 4.0 * static_cast<double>(sz.n1),
+                       [&] { return a.sum(); }, device, peers);
+  r.vsCopy = true;
+  if (readRate > 0) r.vs["read"] = r.rate / readRate; // context: a plain read loop, same run
   return r;
 }
 
 Result benchW3(const Sizes &sz, const std::string &device, bool gpu) {
   Tensor x = input({sz.rows, sz.cols}, device);
-  Result r = runTensor("W3", "softmax over the last axis", "GB/s", 8.0 * static_cast<double>(sz.rows * sz.cols),
-                       [&] { return x.softmax(); }, device);
-  r.vsCopy = true;
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_EIGEN
-  if (!gpu) r.vs["eigen"] = r.rate / eigenRows(static_cast<size_t>(sz.rows), static_cast<size_t>(sz.cols), true);
+  if (!gpu) peers.push_back({"eigen", eigenRows(static_cast<size_t>(sz.rows), static_cast<size_t>(sz.cols), true)});
 #endif
   (void)gpu;
+  Result r = runTensor("W3", "softmax over the last axis", "GB/s", 8.0 * static_cast<double>(sz.rows * sz.cols),
+                       [&] { return x.softmax(); }, device, peers);
+  r.vsCopy = true;
   return r;
 }
 
 Result benchW4(const Sizes &sz, const std::string &device, bool gpu) {
   Tensor x = input({sz.rows, sz.cols}, device);
-  Result r = runTensor("W4", "layernorm over the last axis (eps 1e-5)", "GB/s",
-                       8.0 * static_cast<double>(sz.rows * sz.cols), [&] { return x.layernorm(); }, device);
-  r.vsCopy = true;
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_EIGEN
-  if (!gpu) r.vs["eigen"] = r.rate / eigenRows(static_cast<size_t>(sz.rows), static_cast<size_t>(sz.cols), false);
+  if (!gpu) peers.push_back({"eigen", eigenRows(static_cast<size_t>(sz.rows), static_cast<size_t>(sz.cols), false)});
 #endif
   (void)gpu;
+  Result r = runTensor("W4", "layernorm over the last axis (eps 1e-5)", "GB/s",
+                       8.0 * static_cast<double>(sz.rows * sz.cols), [&] { return x.layernorm(); }, device, peers);
+  r.vsCopy = true;
   return r;
 }
 
 Result benchW5(const std::string &id, int64_t n, const std::string &device, bool gpu) {
   Tensor a = input({n, n}, device), b = input({n, n}, device);
-  Result r = runTensor(id, "matmul n=" + std::to_string(n), "GFLOP/s", 2.0 * n * n * static_cast<double>(n),
-                       [&] { return a.matmul(b); }, device);
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_OPENBLAS
-  if (!gpu) r.vs["openblas"] = r.rate / blasGemm(static_cast<int>(n), static_cast<int>(n), static_cast<int>(n));
+  if (!gpu) peers.push_back({"openblas", blasGemm(static_cast<int>(n), static_cast<int>(n), static_cast<int>(n))});
 #endif
 #ifdef LAZYJIT_BENCH_TORCH
-  if (!gpu) r.vs["libtorch"] = torchMatmul(static_cast<int>(n), torchThreads()) / r.t.median;
+  if (!gpu) peers.push_back({"libtorch", torchMatmul(static_cast<int>(n), torchThreads())});
 #endif
   (void)gpu;
-  return r;
+  return runTensor(id, "matmul n=" + std::to_string(n), "GFLOP/s", 2.0 * n * n * static_cast<double>(n),
+                   [&] { return a.matmul(b); }, device, peers);
 }
 
 Result benchW6(const Sizes &sz, const std::string &device, bool gpu) {
@@ -120,33 +128,33 @@ Result benchW6(const Sizes &sz, const std::string &device, bool gpu) {
   Tensor x = input({B, 784}, device), w1 = input({784, 1024}, device), w2 = input({1024, 1024}, device),
          w3 = input({1024, 10}, device);
   double flops = 2.0 * B * (784.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10);
-  Result r = runTensor("W6", "MLP relu(x@W1) -> relu(@W2) -> @W3, B=" + std::to_string(B), "GFLOP/s", flops,
-                       [&] { return x.matmul(w1).relu().matmul(w2).relu().matmul(w3); }, device);
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_OPENBLAS
-  if (!gpu) r.vs["openblas"] = r.rate / blasMLP(static_cast<int>(B));
+  if (!gpu) peers.push_back({"openblas", blasMLP(static_cast<int>(B))});
 #endif
 #ifdef LAZYJIT_BENCH_TORCH
-  if (!gpu) r.vs["libtorch"] = torchMLP(static_cast<int>(B), torchThreads()) / r.t.median;
+  if (!gpu) peers.push_back({"libtorch", torchMLP(static_cast<int>(B), torchThreads())});
 #endif
   (void)gpu;
-  return r;
+  return runTensor("W6", "MLP relu(x@W1) -> relu(@W2) -> @W3, B=" + std::to_string(B), "GFLOP/s", flops,
+                   [&] { return x.matmul(w1).relu().matmul(w2).relu().matmul(w3); }, device, peers);
 }
 
 Result benchW7(const Sizes &sz, const std::string &device, bool gpu) {
   int64_t N = sz.convN;
   Tensor x = input({N, 64, 56, 56}, device), w = input({64, 64, 3, 3}, device);
   double flops = 2.0 * N * 64 * 64 * 9 * 56 * 56;
-  Result r = runTensor("W7", "conv2d NCHW x[" + std::to_string(N) + ",64,56,56] w[64,64,3,3] pad 1", "GFLOP/s",
-                       flops, [&] { return x.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, device);
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_OPENBLAS
   // the equivalent im2col GEMM: M=64, N=8*56*56, K=576
-  if (!gpu) r.vs["openblas"] = r.rate / blasGemm(64, static_cast<int>(N * 56 * 56), 576);
+  if (!gpu) peers.push_back({"openblas", blasGemm(64, static_cast<int>(N * 56 * 56), 576)});
 #endif
 #ifdef LAZYJIT_BENCH_TORCH
-  if (!gpu) r.vs["libtorch"] = torchConv2d(static_cast<int>(N), torchThreads()) / r.t.median;
+  if (!gpu) peers.push_back({"libtorch", torchConv2d(static_cast<int>(N), torchThreads())});
 #endif
   (void)gpu;
-  return r;
+  return runTensor("W7", "conv2d NCHW x[" + std::to_string(N) + ",64,56,56] w[64,64,3,3] pad 1", "GFLOP/s", flops,
+                   [&] { return x.conv2d(w, std::nullopt, 1, {1}, {1}, {1}); }, device, peers);
 }
 
 } // namespace lazyjit::bench

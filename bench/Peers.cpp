@@ -84,41 +84,45 @@ double copyCeiling(size_t n, int threads, Timing *out, double *readRate) {
 
 #ifdef LAZYJIT_BENCH_EIGEN
 using ArrayF = Eigen::Array<float, Eigen::Dynamic, 1>;
+volatile float eigenSink = 0;
 using RowsF = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // Eigen array expressions, rows (or chunks) split across the pool like our kernels.
-double eigenW1(size_t n) {
-  ArrayF a = ArrayF::Random(n), b = ArrayF::Random(n), c = ArrayF::Random(n), o(n);
-  Timing t = timeIt([&] {
+Call eigenW1(size_t n) {
+  struct Arrays {
+    ArrayF a, b, c, o;
+  };
+  auto m = std::make_shared<Arrays>(Arrays{ArrayF::Random(n), ArrayF::Random(n), ArrayF::Random(n), ArrayF(n)});
+  return [m, n] {
     ThreadPool::global().parallelFor(static_cast<int64_t>(n), ThreadPool::global().size(), [&](int64_t s, int64_t e) {
       auto seg = [&](ArrayF &x) { return x.segment(s, e - s); };
-      seg(o) = (seg(a) * seg(b) + seg(c)).max(0.0f) * 0.5f;
+      seg(m->o) = (seg(m->a) * seg(m->b) + seg(m->c)).max(0.0f) * 0.5f;
     });
-  });
-  return 16.0 * static_cast<double>(n) / t.median / 1e9;
+  };
 }
-double eigenW2(size_t n) {
-  ArrayF a = ArrayF::Random(n);
-  volatile float sink = 0;
-  Timing t = timeIt([&] {
+Call eigenW2(size_t n) {
+  auto a = std::make_shared<ArrayF>(ArrayF::Random(n));
+  return [a, n] {
     std::vector<float> partial(ThreadPool::global().size(), 0.0f);
     size_t chunks = ThreadPool::global().size();
     ThreadPool::global().parallelFor(static_cast<int64_t>(chunks), chunks, [&](int64_t s, int64_t e) {
       for (int64_t c = s; c < e; ++c) {
         size_t lo = n * c / chunks, hi = n * (c + 1) / chunks;
-        partial[c] = a.segment(lo, hi - lo).sum();
+        partial[c] = a->segment(lo, hi - lo).sum();
       }
     });
     float total = 0;
     for (float p : partial) total += p;
-    sink = total;
-  });
-  (void)sink;
-  return 4.0 * static_cast<double>(n) / t.median / 1e9;
+    eigenSink = total; // the sum must not be optimized away
+  };
 }
-double eigenRows(size_t rows, size_t cols, bool softmax) {
-  RowsF x = RowsF::Random(rows, cols), o(rows, cols);
-  Timing t = timeIt([&] {
+Call eigenRows(size_t rows, size_t cols, bool softmax) {
+  struct Arrays {
+    RowsF x, o;
+  };
+  auto m = std::make_shared<Arrays>(Arrays{RowsF::Random(rows, cols), RowsF(rows, cols)});
+  return [m, rows, softmax] {
+    RowsF &x = m->x, &o = m->o;
     ThreadPool::global().parallelFor(static_cast<int64_t>(rows), ThreadPool::global().size(), [&](int64_t s, int64_t e) {
       for (int64_t r = s; r < e; ++r) {
         auto row = x.row(r);
@@ -133,8 +137,7 @@ double eigenRows(size_t rows, size_t cols, bool softmax) {
         }
       }
     });
-  });
-  return 8.0 * static_cast<double>(rows * cols) / t.median / 1e9;
+  };
 }
 #endif
 
@@ -156,23 +159,32 @@ bool blasCoreMisdetected() {
   return old && __builtin_cpu_supports("avx2");
 }
 
-double blasGemm(int m, int n, int k) {
-  std::vector<float> a(static_cast<size_t>(m) * k, 0.5f), b(static_cast<size_t>(k) * n, 0.25f),
-      c(static_cast<size_t>(m) * n);
-  Timing t = timeIt([&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f,
-                c.data(), n);
-  });
-  return 2.0 * m * n * static_cast<double>(k) / t.median / 1e9;
-}
-double blasMLP(int batch) {
-  std::vector<float> x(static_cast<size_t>(batch) * 784, 0.1f), w1(784 * 1024, 0.01f), w2(1024 * 1024, 0.01f),
-      w3(1024 * 10, 0.01f), h1(static_cast<size_t>(batch) * 1024), h2(static_cast<size_t>(batch) * 1024),
-      o(static_cast<size_t>(batch) * 10);
-  auto relu = [](std::vector<float> &v) {
-    for (float &f : v) f = f > 0 ? f : 0;
+Call blasGemm(int m, int n, int k) {
+  struct Matrices {
+    std::vector<float> a, b, c;
   };
-  Timing t = timeIt([&] {
+  auto mt = std::make_shared<Matrices>(Matrices{std::vector<float>(static_cast<size_t>(m) * k, 0.5f),
+                                                std::vector<float>(static_cast<size_t>(k) * n, 0.25f),
+                                                std::vector<float>(static_cast<size_t>(m) * n)});
+  return [mt, m, n, k] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, mt->a.data(), k, mt->b.data(), n, 0.0f,
+                mt->c.data(), n);
+  };
+}
+Call blasMLP(int batch) {
+  struct Matrices {
+    std::vector<float> x, w1, w2, w3, h1, h2, o;
+  };
+  auto b = static_cast<size_t>(batch);
+  auto mt = std::make_shared<Matrices>(Matrices{std::vector<float>(b * 784, 0.1f), std::vector<float>(784 * 1024, 0.01f),
+                                                std::vector<float>(1024 * 1024, 0.01f), std::vector<float>(1024 * 10, 0.01f),
+                                                std::vector<float>(b * 1024), std::vector<float>(b * 1024),
+                                                std::vector<float>(b * 10)});
+  return [mt, batch] {
+    auto relu = [](std::vector<float> &v) {
+      for (float &f : v) f = f > 0 ? f : 0;
+    };
+    auto &[x, w1, w2, w3, h1, h2, o] = *mt;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, 1024, 784, 1, x.data(), 784, w1.data(), 1024, 0,
                 h1.data(), 1024);
     relu(h1);
@@ -181,9 +193,7 @@ double blasMLP(int batch) {
     relu(h2);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, 10, 1024, 1, h2.data(), 1024, w3.data(), 10, 0,
                 o.data(), 10);
-  });
-  double flops = 2.0 * batch * (784.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10);
-  return flops / t.median / 1e9;
+  };
 }
 #endif
 

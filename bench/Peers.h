@@ -15,11 +15,11 @@ namespace lazyjit::bench {
 double copyCeiling(size_t n, int threads, Timing *out, double *readRate = nullptr);
 
 #ifdef LAZYJIT_BENCH_EIGEN
-/// GB/s of W1, W2 and W3 (softmax) or W4 (layernorm) as Eigen array expressions, split across the
-/// pool as lazyjit's kernels are.
-double eigenW1(size_t n);
-double eigenW2(size_t n);
-double eigenRows(size_t rows, size_t cols, bool softmax);
+/// W1, W2 and W3 (softmax) or W4 (layernorm) as Eigen array expressions, split across the pool as
+/// lazyjit's kernels are: one call each, owning its arrays.
+Call eigenW1(size_t n);
+Call eigenW2(size_t n);
+Call eigenRows(size_t rows, size_t cols, bool softmax);
 #endif
 
 #ifdef LAZYJIT_BENCH_OPENBLAS
@@ -31,9 +31,9 @@ std::string blasCoreName();
 /// does not recognize newer CPUs (an Emerald Rapids Xeon, model 207, runs "Prescott", 5x slower)
 /// and its ratios then flatter lazyjit.
 bool blasCoreMisdetected();
-/// GFLOP/s of an m x k by k x n SGEMM, and of W6's MLP, in OpenBLAS.
-double blasGemm(int m, int n, int k);
-double blasMLP(int batch);
+/// An m x k by k x n SGEMM, and W6's MLP, in OpenBLAS: one call each, owning its matrices.
+Call blasGemm(int m, int n, int k);
+Call blasMLP(int batch);
 #endif
 
 } // namespace lazyjit::bench

@@ -1,7 +1,7 @@
 // The libtorch peer of W5-W7 and W10/W11: the same kernels, and the same models, loss and
-// optimizer, in PyTorch's C++ API, timed the same way (first call, 2 warm-ups, 7 timed calls,
-// median). Compiled only when libtorch-dev is
-// installed; kept in its own file because the torch headers are heavy.
+// optimizer, in PyTorch's C++ API, as calls the bench times in turns with lazyjit's
+// (timeInterleaved). Compiled only when libtorch-dev is installed; kept in its own file because
+// the torch headers are heavy.
 #include "Training.h"
 
 #include <torch/torch.h>
@@ -40,54 +40,59 @@ struct MLPImpl : torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) { return l3(torch::relu(l2(torch::relu(l1(x))))); }
 };
 
-template <typename M> double timeSteps(M &model, const std::vector<int64_t> &inputShape, int batch, int threads) {
+// One training step of `model` (Adam, cross-entropy), owning the model, its optimizer and data.
+template <typename M> Call stepCall(const std::vector<int64_t> &inputShape, int batch, int threads) {
   torch::set_num_threads(threads);
   torch::manual_seed(0);
-  model.train();
-  torch::optim::Adam opt(model.parameters(), torch::optim::AdamOptions(1e-3));
-  torch::Tensor x = torch::rand(inputShape), y = torch::randint(0, 10, {batch}, torch::kLong);
-  Timing t = timeIt([&] {
-    opt.zero_grad();
-    torch::Tensor loss = torch::nn::functional::cross_entropy(model.forward(x), y);
+  struct State {
+    std::shared_ptr<M> model = std::make_shared<M>();
+    torch::optim::Adam opt{model->parameters(), torch::optim::AdamOptions(1e-3)};
+    torch::Tensor x, y;
+  };
+  auto st = std::make_shared<State>();
+  st->x = torch::rand(inputShape);
+  st->y = torch::randint(0, 10, {batch}, torch::kLong);
+  st->model->train();
+  return [st] {
+    st->opt.zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(st->model->forward(st->x), st->y);
     loss.backward();
-    opt.step();
+    st->opt.step();
     (void)loss.item<float>();
-  });
-  return t.median;
+  };
 }
 
-template <typename F> double timeCalls(int threads, F &&f) {
+// A call of `f` without autograd.
+template <typename F> Call noGradCall(int threads, F f) {
   torch::set_num_threads(threads);
-  torch::NoGradGuard noGrad;
-  return timeIt([&] { (void)f(); }).median;
+  return [f] {
+    torch::NoGradGuard noGrad;
+    (void)f();
+  };
 }
 
 } // namespace
 
-double torchMatmul(int n, int threads) {
+Call torchMatmul(int n, int threads) {
   torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
-  return timeCalls(threads, [&] { return torch::matmul(a, b); });
+  return noGradCall(threads, [a, b] { return torch::matmul(a, b); });
 }
 
-double torchMLP(int batch, int threads) {
+Call torchMLP(int batch, int threads) {
   torch::Tensor x = torch::rand({batch, 784}), w1 = torch::rand({784, 1024}), w2 = torch::rand({1024, 1024}),
                 w3 = torch::rand({1024, 10});
-  return timeCalls(threads, [&] { return torch::matmul(torch::relu(torch::matmul(torch::relu(torch::matmul(x, w1)), w2)), w3); });
+  return noGradCall(threads, [x, w1, w2, w3] {
+    return torch::matmul(torch::relu(torch::matmul(torch::relu(torch::matmul(x, w1)), w2)), w3);
+  });
 }
 
-double torchConv2d(int batch, int threads) {
+Call torchConv2d(int batch, int threads) {
   torch::Tensor x = torch::rand({batch, 64, 56, 56}), w = torch::rand({64, 64, 3, 3});
-  return timeCalls(threads, [&] { return torch::conv2d(x, w, {}, 1, 1); });
+  return noGradCall(threads, [x, w] { return torch::conv2d(x, w, {}, 1, 1); });
 }
 
-double torchCnnStep(int batch, int threads) {
-  CNNImpl m;
-  return timeSteps(m, {batch, 1, 28, 28}, batch, threads);
-}
+Call torchCnnStep(int batch, int threads) { return stepCall<CNNImpl>({batch, 1, 28, 28}, batch, threads); }
 
-double torchMlpStep(int batch, int threads) {
-  MLPImpl m;
-  return timeSteps(m, {batch, 784}, batch, threads);
-}
+Call torchMlpStep(int batch, int threads) { return stepCall<MLPImpl>({batch, 784}, batch, threads); }
 
 } // namespace lazyjit::bench

@@ -32,7 +32,7 @@ struct MLP : nn::Module {
 
 template <typename Model>
 Result trainStep(const std::string &id, const std::string &name, Model &model, const Shape &inputShape, int batch,
-                 const std::string &device) {
+                 const std::string &device, const std::vector<Peer> &peers) {
   Tensor::manualSeed(7);
   nn::optim::LAMB opt = nn::optim::Adam(nn::getParameters(model), 1e-3);
   Tensor x = Tensor::rand(inputShape, {std::nullopt, device}).realize();
@@ -54,7 +54,12 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
     runSeconds = globalCounters().runSeconds - r0;
   };
   Result r{id, name, "steps/s"};
-  r.t = timeIt(step);
+  // the steps in turns with the peers' (timeInterleaved), one step a turn
+  std::vector<Call> calls{step};
+  for (const auto &p : peers) calls.push_back(p.call);
+  std::vector<Timing> t = timeInterleaved(calls, 7, 1);
+  r.t = t[0];
+  for (size_t i = 0; i < peers.size(); ++i) r.vs[peers[i].name] = t[i + 1].median / r.t.median;
   r.rate = 1.0 / r.t.median;
   r.kernels = static_cast<int>(kernels);
   double building = 100.0 * (wall - runSeconds) / wall;
@@ -66,10 +71,11 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
     opt.step();
     return std::vector<Tensor>{loss};
   });
-  Timing jt = timeIt([&] {
-    jit({x, y});
-    getDevice(device).synchronize();
-  });
+  Timing jt = timeInterleaved({[&] {
+                                jit({x, y});
+                                getDevice(device).synchronize();
+                              }},
+                              7, 1)[0];
   r.vs["jit"] = r.t.median / jt.median;
   r.note = fmt::format("{:.1f} ms/step, with Jit {:.1f} ms/step; graph building, autograd and scheduling {:.0f}% "
                        "of the last step; OPT={}",
@@ -82,12 +88,12 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
 Result benchW10(int batch, const std::string &device) {
   Tensor::manualSeed(3);
   CNN model;
-  Result r = trainStep("W10", "training step: Fashion-MNIST CNN, batch " + std::to_string(batch) + ", Adam", model,
-                       {batch, 1, 28, 28}, batch, device);
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_TORCH
-  if (device == "CPU") r.vs["libtorch"] = torchCnnStep(batch, static_cast<int>(ThreadPool::global().size())) / r.t.median;
+  if (device == "CPU") peers.push_back({"libtorch", torchCnnStep(batch, static_cast<int>(ThreadPool::global().size()))});
 #endif
-  return r;
+  return trainStep("W10", "training step: Fashion-MNIST CNN, batch " + std::to_string(batch) + ", Adam", model,
+                   {batch, 1, 28, 28}, batch, device, peers);
 }
 
 Result benchW9d(const std::string &device) {
@@ -116,12 +122,12 @@ Result benchW9d(const std::string &device) {
 Result benchW11(int batch, const std::string &device) {
   Tensor::manualSeed(4);
   MLP model;
-  Result r = trainStep("W11", "training step: W6 MLP 784-1024-1024-10, B=" + std::to_string(batch) + ", Adam",
-                       model, {batch, 784}, batch, device);
+  std::vector<Peer> peers;
 #ifdef LAZYJIT_BENCH_TORCH
-  if (device == "CPU") r.vs["libtorch"] = torchMlpStep(batch, static_cast<int>(ThreadPool::global().size())) / r.t.median;
+  if (device == "CPU") peers.push_back({"libtorch", torchMlpStep(batch, static_cast<int>(ThreadPool::global().size()))});
 #endif
-  return r;
+  return trainStep("W11", "training step: W6 MLP 784-1024-1024-10, B=" + std::to_string(batch) + ", Adam", model,
+                   {batch, 784}, batch, device, peers);
 }
 
 } // namespace lazyjit::bench

@@ -17,13 +17,13 @@ Result benchW11(int batch, const std::string &device);
 Result benchW9d(const std::string &device);
 
 #ifdef LAZYJIT_BENCH_TORCH
-/// The same steps in libtorch on the CPU with `threads` threads: median seconds per step.
-double torchCnnStep(int batch, int threads);
-double torchMlpStep(int batch, int threads);
-/// W5-W7's kernels in libtorch (no autograd), `threads` threads: median seconds per call.
-double torchMatmul(int n, int threads);
-double torchMLP(int batch, int threads);
-double torchConv2d(int batch, int threads);
+/// The same steps in libtorch on the CPU with `threads` threads: one step per call.
+Call torchCnnStep(int batch, int threads);
+Call torchMlpStep(int batch, int threads);
+/// W5-W7's kernels in libtorch (no autograd), `threads` threads: one call each.
+Call torchMatmul(int n, int threads);
+Call torchMLP(int batch, int threads);
+Call torchConv2d(int batch, int threads);
 #endif
 
 } // namespace lazyjit::bench

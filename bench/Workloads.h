@@ -22,10 +22,11 @@ struct Sizes {
 void sync(const std::string &device);
 /// A realized tensor of uniform values in [-0.5, 0.5).
 Tensor input(const Shape &shape, const std::string &dev);
-/// Counts the kernels of `build()`'s schedule, then times `build()` realized and synchronized;
-/// the rate is `workPerCall` (bytes or flops) per median call, in units of 1e9.
+/// Counts the kernels of `build()`'s schedule, then times `build()` realized and synchronized in
+/// turns with `peers`' calls (timeInterleaved); the rate is `workPerCall` (bytes or flops) per
+/// median call, in units of 1e9, and each peer's ratio its median over ours.
 Result runTensor(const std::string &id, const std::string &name, const std::string &unit, double workPerCall,
-                 const std::function<Tensor()> &build, const std::string &dev);
+                 const std::function<Tensor()> &build, const std::string &dev, const std::vector<Peer> &peers = {});
 
 // ---- kernels (Kernels.cpp); `gpu` leaves out the CPU peers --------------------------------------
 
