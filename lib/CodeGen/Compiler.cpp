@@ -271,6 +271,28 @@ TargetSpec TargetSpec::namedCPU(const std::string &cpu, int optLevel) {
   return t;
 }
 
+std::vector<std::string> TargetSpec::missingOnHost() const {
+  std::vector<std::string> missing;
+  if (kind != Kind::CPU) return missing;
+  llvm::StringMap<bool> hostFeats = llvm::sys::getHostCPUFeatures();
+  llvm::StringRef rest(features);
+  while (!rest.empty()) {
+    auto [f, tail] = rest.split(',');
+    rest = tail;
+    if (f.size() < 2 || f[0] != '+') continue;
+    llvm::StringRef name = f.drop_front();
+    // the instruction sets LLVM makes a kernel's arithmetic and memory accesses from; not the
+    // system ones (PKU, shadow stacks, ...) a VM may hide, nor SSE4A (AMD's EXTRQ/INSERTQ and
+    // scalar streaming stores, which kernels do not make)
+    bool isa = name != "sse4a" && (name.starts_with("sse") || name == "ssse3" || name.starts_with("avx") ||
+                                   name == "fma" || name == "f16c" || name.starts_with("bmi") ||
+                                   name == "lzcnt" || name == "popcnt" || name == "movbe");
+    auto it = hostFeats.find(name);
+    if (isa && it != hostFeats.end() && !it->second) missing.push_back(name.str());
+  }
+  return missing;
+}
+
 TargetSpec TargetSpec::nvptx(const std::string &sm, int optLevel) {
   TargetSpec t;
   t.kind = Kind::NVPTX;

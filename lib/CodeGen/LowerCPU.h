@@ -139,6 +139,14 @@ private:
   Value *renderVec(const Node &n, llvm::IntegerType *et);
   llvm::IntegerType *vecIndexType(const Node &n);
   Value *maskFor(const NodeRef &valid);
+  /// The middle of 2 x kZeroReach zero bytes (a constant of the module): a gated value the same in
+  /// all lanes reads from there, or from up to kZeroReach bytes either side, where it is not valid
+  /// (laneLeaf).
+  Value *zeroSlot();
+  static constexpr int64_t kZeroReach = 2048;
+  llvm::GlobalVariable *zeros = nullptr;
+  /// Whether `n` reads a reduce loop's index (ridx...): it changes inside the reduce loops.
+  static bool usesReduceIndex(const Node &n);
   Val laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, int64_t lanes) override;
   /// A vector load under `valid`: a branch on its lane-invariant conjuncts around `load`, which is
   /// given the conjuncts that vary across the lanes (null when none).

@@ -175,6 +175,22 @@ Value *CPULowerer::renderVec(const Node &n, IntegerType *et) {
 
 IntegerType *CPULowerer::vecIndexType(const Node &n) { return fitsInt32(n) ? b.getInt32Ty() : b.getInt64Ty(); }
 
+Value *CPULowerer::zeroSlot() {
+  if (!zeros) {
+    auto *t = llvm::ArrayType::get(b.getInt8Ty(), 2 * kZeroReach);
+    zeros = new llvm::GlobalVariable(m, t, true, llvm::GlobalValue::PrivateLinkage, llvm::Constant::getNullValue(t),
+                                     "zeros");
+    zeros->setAlignment(Align(64));
+  }
+  return b.CreateConstGEP1_64(b.getInt8Ty(), zeros, kZeroReach);
+}
+
+bool CPULowerer::usesReduceIndex(const Node &n) {
+  for (const auto &v : n.vars())
+    if (v->expr && v->expr->rfind("ridx", 0) == 0) return true;
+  return false;
+}
+
 // The per-lane validity of a (non-constant) valid expression as <lanes x i1>.
 Value *CPULowerer::maskFor(const NodeRef &valid) {
   if (usesVidx(*valid)) return renderVec(*valid, vecIndexType(*valid));
@@ -286,6 +302,37 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
       if (alwaysValid) {
         checkAccess(mi, asI64(render(*idx)), nullptr);
         out.v = splat(vb.load(ptr, asI64(render(*idx)), dt).v);
+      } else if (!usesVidx(*valid)) {
+        // valid in every lane or in none: the value is read from its address where valid, and
+        // from a block of zeros in the module where not. Values at constant distances from one
+        // address (a padded convolution's row of broadcast inputs) share one select of that
+        // address: the conjuncts that change inside the reduce loops (the row's) choose between it
+        // and the zeros' middle, the constant distance applies after, and the conjuncts fixed
+        // across the loops (the columns') select per value. (A select of the index to 0 and of the
+        // value to zero made each value an induction variable of its own: the convolution's ten
+        // per step were spilled, 8-13 ms where the padded copy's kernel ran in 6.)
+        if (boundsReport) checkAccess(mi, asI64(render(*idx)), asI1(render(*valid)));
+        std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
+        int64_t c = 0;
+        std::vector<NodeRef> varTerms;
+        for (const auto &t : terms) {
+          if (t->isNum()) c += t->num;
+          else varTerms.push_back(t);
+        }
+        Type *mt = vb.memType(dt);
+        Value *base = b.CreateGEP(mt, ptr, varTerms.empty() ? i64(0) : asI64(render(*sumNodes(varTerms))));
+        std::vector<NodeRef> conj = valid->kind == NodeKind::And ? valid->nodes : std::vector<NodeRef>{valid};
+        std::vector<NodeRef> inner, outer;
+        for (const auto &x : conj) (usesReduceIndex(*x) ? inner : outer).push_back(x);
+        Value *p;
+        if (std::abs(c) * dt.itemsize() + dt.itemsize() <= kZeroReach) {
+          Value *row = inner.empty() ? base : b.CreateSelect(asI1(render(*andNodes(inner))), base, zeroSlot());
+          p = b.CreateGEP(mt, row, i64(c));
+          if (!outer.empty()) p = b.CreateSelect(asI1(render(*andNodes(outer))), p, zeroSlot());
+        } else {
+          p = b.CreateSelect(asI1(render(*valid)), b.CreateGEP(mt, base, i64(c)), zeroSlot());
+        }
+        out.v = splat(vb.load(p, i64(0), dt).v);
       } else {
         Value *mask = maskFor(valid);
         Value *any = b.CreateOrReduce(mask);

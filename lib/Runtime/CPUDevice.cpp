@@ -170,12 +170,25 @@ private:
 
 class CPUDevice : public CompilingDevice {
 public:
+  // Compiles for the host's CPU, or for the one LAZYJIT_CPU names (lazyjit-dump --mcpu sets it):
+  // a CPU older than the host's runs here; one with features the host lacks only compiles, and
+  // running its kernels is an error instead of an illegal instruction.
   explicit CPUDevice(const std::string &name) : CompilingDevice(name, counters()) {
-    target = TargetSpec::host(config().llvmOptLevel);
+    const Config &c = config();
+    target = c.cpu.empty() ? TargetSpec::host(c.llvmOptLevel) : TargetSpec::namedCPU(c.cpu, c.llvmOptLevel);
+    missing = target.missingOnHost();
     JIT::get();
   }
 
   Allocator &allocator() override { return hostAllocator(); }
+  // AVX-512's channel-vector convolution reads a padded input's row of values with one select of
+  // the row's address per step where the window's columns are unrolled (up to 4: the columns'
+  // masks are then fixed across the reduce loops, LowerCPUVector.cpp laneLeaf); a 5-wide window
+  // keeps a select per value (16 x 32 channels, 28 x 28, 5 x 5: 6.5-6.9 ms through the masks, 3.6-3.7
+  // with the copy). AVX2's layout runs 10-15% slower through the masks than over a copy (W7).
+  bool readsPaddedConvInput(int64_t width) const override {
+    return width <= 4 && target.features.find("+avx512f") != std::string::npos;
+  }
 
   static CompileCounters &counters() {
     static CompileCounters c;
@@ -183,9 +196,13 @@ public:
   }
 
 protected:
+  std::vector<std::string> missing; ///< what the target's code needs that the host lacks
   const char *diskCacheName() const override { return "cpu"; }
   // Links the object into the process's JIT; an object the JIT rejects throws (cached or not).
   std::shared_ptr<Program> load(const KernelOpRef &ast, const KernelCode &code) override {
+    LAZYJIT_USER_CHECK(missing.empty(), DeviceError,
+                       "CPU: kernels compiled for {} (LAZYJIT_CPU) cannot run on this machine, which lacks {}",
+                       target.cpu, fmt::join(missing, ", "));
     auto [entry, range] = JIT::get().add(code.bytes, code.sig.symbol);
     return std::make_shared<CPUProgram>(ast, code.sig, entry, range, code.seconds, code.fromCache);
   }

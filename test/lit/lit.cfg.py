@@ -25,7 +25,7 @@ config.substitutions.append(
 # A hermetic environment: no knob of the caller leaks in (DEBUG, OPT, DEVICE, ...), and compiled
 # kernels are cached in the build tree.
 for knob in ["DEBUG", "OPT", "DEVICE", "NOOPT", "LAZYCACHE", "MERGE_VIEW", "GRAPH", "THREADS",
-             "REDUCEOP_SPLIT_THRESHOLD", "LLVMOPT", "CUDA_ARCH", "DISABLE_COMPILER_CACHE"]:
+             "REDUCEOP_SPLIT_THRESHOLD", "LLVMOPT", "CUDA_ARCH", "DISABLE_COMPILER_CACHE", "LAZYJIT_CPU"]:
     config.environment.pop(knob, None)
 config.environment["LAZYJIT_CACHE"] = os.path.join(config.test_exec_root, "kernel-cache")
 config.environment["PATH"] = os.pathsep.join(

@@ -296,7 +296,8 @@ TargetSpec codegenTarget(const DumpContext &ctx) {
                     1);
   // the named CPU's features, not the host's: the dump shows its kernels on any machine (an
   // unknown name is an UnsupportedError, reported by dumpMain)
-  return o.mcpu.empty() ? t : TargetSpec::namedCPU(o.mcpu, config().llvmOptLevel);
+  std::string cpu = o.mcpu.empty() ? config().cpu : o.mcpu;
+  return cpu.empty() ? t : TargetSpec::namedCPU(cpu, config().llvmOptLevel);
 }
 
 // --emit=kernel: each kernel after optimization: full shape, axis kinds, options, launch dims.

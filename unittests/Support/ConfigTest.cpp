@@ -29,13 +29,15 @@ TEST_CASE("Config: defaults match the reference") {
 TEST_CASE("Config: knobs are parsed") {
   Config c = parseFrom({{"DEBUG", "3"}, {"OPT", "4"}, {"LAZYCACHE", "0"},
                         {"REDUCEOP_SPLIT_THRESHOLD", "100"}, {"THREADS", "2"},
-                        {"LAZYJIT_CACHE", "/tmp/x"}});
+                        {"LAZYJIT_CACHE", "/tmp/x"}, {"LAZYJIT_CPU", "haswell"}});
   CHECK(c.debug == 3);
   CHECK(c.opt == 4);
   CHECK_FALSE(c.lazyCache);
   CHECK(c.reduceSplitThreshold == 100);
   CHECK(c.threads == 2);
   CHECK(c.cacheDir == "/tmp/x");
+  CHECK(c.cpu == "haswell");
+  CHECK(parseFrom({}).cpu.empty()); // (the host's CPU)
 }
 
 TEST_CASE("Config: the cache directory falls back to XDG_CACHE_HOME then HOME") {

@@ -43,6 +43,8 @@ struct TargetSpec {
   static TargetSpec namedCPU(const std::string &cpu, int optLevel = 2);
   /// NVPTX for a compute capability such as "sm_90".
   static TargetSpec nvptx(const std::string &sm, int optLevel = 2);
+  /// The features a CPU target's code may use that the host lacks (empty: its code runs here).
+  std::vector<std::string> missingOnHost() const;
   /// Everything that changes the generated code, for cache keys.
   std::string key() const;
 };

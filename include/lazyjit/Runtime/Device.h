@@ -82,6 +82,13 @@ public:
   virtual std::vector<std::shared_ptr<Program>> compileAll(const std::vector<KernelOpRef> &asts);
   /// Waits for all work on the device.
   virtual void synchronize() {}
+  /// Whether a convolution whose window is `width` wide (its last dimension) reads its padded
+  /// input through the padding's masks about as fast as from a copy with the padding written out:
+  /// OPT=5 then writes no copy (TensorConv.cpp).
+  virtual bool readsPaddedConvInput(int64_t width) const {
+    (void)width;
+    return false;
+  }
 
 private:
   std::string name_;

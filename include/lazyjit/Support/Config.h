@@ -30,11 +30,12 @@ struct Config {
   std::string cacheDir;                  ///< LAZYJIT_CACHE (else XDG_CACHE_HOME/lazyjit, ~/.cache/lazyjit)
   bool diskCache = true;                 ///< DISABLE_COMPILER_CACHE=1 turns it off
   std::string cudaArch;                  ///< CUDA_ARCH: override the sm_XX used for PTX
+  std::string cpu;                       ///< LAZYJIT_CPU: the CPU the CPU device compiles for ("" = the host's)
   bool verifyAst = false;                ///< LAZYJIT_VERIFY_AST: verify and text-round-trip every kernel AST
   bool bounds = false;                   ///< LAZYJIT_BOUNDS: CPU kernels check every load/store index at run time
-  int64_t maxBufferBytes = 0;
+  int64_t maxBufferBytes = 0;            ///< LAZYJIT_MAX_BUFFER_BYTES: refuse larger buffers (0: no limit)
   bool graph = false;                    ///< GRAPH=1: write a picture of every schedule that runs
-  std::string graphPath = "/tmp/lazyjit-graph"; ///< GRAPHPATH: pictures go to GRAPHPATH-N.dot (+ .svg)            ///< LAZYJIT_MAX_BUFFER_BYTES: refuse larger buffers (0: no limit)
+  std::string graphPath = "/tmp/lazyjit-graph"; ///< GRAPHPATH: pictures go to GRAPHPATH-N.dot (+ .svg)
 
   /// Parses the process environment. A bad value throws lazyjit::Error naming the variable.
   static Config fromEnvironment();
