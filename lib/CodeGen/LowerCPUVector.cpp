@@ -392,20 +392,7 @@ Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, D
     if (boundsReport) checkAccess(mi, laneIndices(first, lanes), nullptr);
     rows.push_back(b.CreateAlignedLoad(vt, b.CreateInBoundsGEP(et, bufPtrs.at(mi), first), Align(dt.itemsize())));
   }
-  for (int64_t d = lanes / 2; d >= 1; d /= 2) {
-    llvm::SmallVector<int, 16> lo, hi;
-    for (int64_t l = 0; l < lanes; ++l) {
-      bool inLow = (l & d) == 0;
-      lo.push_back(static_cast<int>(inLow ? l : lanes + l - d));
-      hi.push_back(static_cast<int>(inLow ? l + d : lanes + l));
-    }
-    for (int64_t r = 0; r < lanes; ++r) {
-      if (r & d) continue;
-      Value *x = rows[r], *y = rows[r + d];
-      rows[r] = b.CreateShuffleVector(x, y, lo);
-      rows[r + d] = b.CreateShuffleVector(x, y, hi);
-    }
-  }
+  transposeSquare(rows);
   // every combination's vector, under the key laneLeaf looks it up by
   for (int64_t j = 0; j < lanes; ++j) {
     at = idxs;
@@ -414,6 +401,96 @@ Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, D
     loadCache["v" + std::to_string(bi) + "|" + idx->key() + "|" + valid->key()] = Val{rows[j], dt};
   }
   return rows[idxs[t]->num];
+}
+
+void CPULowerer::transposeSquare(std::vector<Value *> &rows) {
+  auto n = static_cast<int64_t>(rows.size());
+  for (int64_t d = n / 2; d >= 1; d /= 2) {
+    llvm::SmallVector<int, 16> lo, hi;
+    for (int64_t l = 0; l < n; ++l) {
+      bool inLow = (l & d) == 0;
+      lo.push_back(static_cast<int>(inLow ? l : n + l - d));
+      hi.push_back(static_cast<int>(inLow ? l + d : n + l));
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      if (r & d) continue;
+      Value *x = rows[r], *y = rows[r + d];
+      rows[r] = b.CreateShuffleVector(x, y, lo);
+      rows[r + d] = b.CreateShuffleVector(x, y, hi);
+    }
+  }
+}
+
+void CPULowerer::storeOutputs(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs, const KernelOp &top) {
+  auto P = static_cast<int64_t>(nest.outCombos.size());
+  // (P rounded up to a power of two: the rows past P are padding, and each store is masked to P)
+  int64_t Pp = 2;
+  while (Pp < P) Pp *= 2;
+  bool shape = vecAxis >= 0 && !vecReduce && k.scatterOutput && P >= 2 && Pp <= 16 && Pp <= lanes && lanes % Pp == 0;
+  // each combination's output index: combination j must be combination 0's plus j, every lane
+  // valid, and the lanes a constant stride apart
+  std::vector<std::vector<NodeRef>> ixs;
+  int64_t stride = 0;
+  NodeRef first;
+  if (shape) {
+    forEachOutput(idxs, {}, [&](const std::vector<NodeRef> &ix, const Val *) { ixs.push_back(ix); });
+    auto [idx0, valid0] = access(0, ixs[0]);
+    NodeRef at0 = idx0->substitute({{vidx->key(), numNode(0)}});
+    // (an SInt difference may come back as a NumNode)
+    auto number = [](const SInt &x) -> std::optional<int64_t> {
+      if (x.isInt()) return x.asInt();
+      if (x.node()->isNum()) return x.node()->num;
+      return std::nullopt;
+    };
+    std::optional<int64_t> s = number(SInt(idx0->substitute({{vidx->key(), numNode(1)}})) - SInt(at0));
+    shape = valid0->isNum() && valid0->num != 0 && s && *s > 0;
+    if (shape) {
+      SInt linear = SInt(at0) + SInt(vidx) * SInt(*s); // (the index is linear in the lane)
+      shape = !linear.isInt() && linear.node()->key() == idx0->key();
+    }
+    if (shape) stride = *s, first = at0;
+    for (int64_t j = 1; shape && j < P; ++j) {
+      auto [idx, valid] = access(0, ixs[static_cast<size_t>(j)]);
+      SInt next = SInt(idx0) + SInt(j);
+      shape = valid->isNum() && valid->num != 0 && !next.isInt() && next.node()->key() == idx->key();
+    }
+  }
+  if (!shape) {
+    KernelEmitter::storeOutputs(idxs, accs, top);
+    return;
+  }
+  DType outDt = k.bufs[0]->memBuffer().dtype;
+  note("unrolled: {} outputs", P);
+  note("store buffer 0: {} lanes x {} consecutive {}, transposed in registers ({} stores of {}{})", lanes, P,
+       outDt.name(), lanes, P, Pp == P ? "" : ", masked");
+  std::vector<Value *> vals;
+  for (int64_t j = 0; j < P; ++j) {
+    const std::vector<NodeRef> &ix = ixs[static_cast<size_t>(j)];
+    vals.push_back(vb.convert(eval(top, ix, accs.empty() ? nullptr : &accs[static_cast<size_t>(j)], lanes), outDt, true).v);
+  }
+  Type *et = vb.regType(outDt);
+  Value *start = asI64(render(*first));
+  Value *storeMask = nullptr;
+  if (Pp != P) {
+    std::vector<Constant *> m;
+    for (int64_t l = 0; l < Pp; ++l) m.push_back(b.getInt1(l < P));
+    storeMask = ConstantVector::get(m);
+  }
+  for (int64_t blk = 0; blk < lanes / Pp; ++blk) {
+    llvm::SmallVector<int, 16> part;
+    for (int64_t l = 0; l < Pp; ++l) part.push_back(static_cast<int>(blk * Pp + l));
+    std::vector<Value *> rows;
+    for (Value *v : vals) rows.push_back(b.CreateShuffleVector(v, v, part));
+    while (static_cast<int64_t>(rows.size()) < Pp) rows.push_back(PoisonValue::get(rows[0]->getType()));
+    transposeSquare(rows);
+    for (int64_t l = 0; l < Pp; ++l) {
+      Value *at = b.CreateAdd(start, i64((blk * Pp + l) * stride));
+      if (boundsReport) checkAccess(0, laneIndices(at, P), nullptr);
+      Value *ptr = b.CreateInBoundsGEP(et, bufPtrs[0], at);
+      if (storeMask) b.CreateMaskedStore(rows[static_cast<size_t>(l)], ptr, Align(outDt.itemsize()), storeMask);
+      else b.CreateAlignedStore(rows[static_cast<size_t>(l)], ptr, Align(outDt.itemsize()));
+    }
+  }
 }
 
 std::optional<CPULowerer::OutputVector> CPULowerer::outputVector(const std::vector<NodeRef> &idxs) {

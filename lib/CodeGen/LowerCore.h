@@ -90,7 +90,7 @@ protected:
                      const std::function<void(const std::vector<NodeRef> &, const Val *)> &each);
   /// The kernel's stores: the STORE's source `top` computed and stored for every output
   /// combination (storeResult), after the reduce.
-  void storeOutputs(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs, const KernelOp &top);
+  virtual void storeOutputs(const std::vector<NodeRef> &idxs, const std::vector<Val> &accs, const KernelOp &top);
   /// Computes `top` at `ix` from accumulator `acc` and stores it: scalars here; a driver with a
   /// vector mode stores vectors.
   virtual void storeResult(const std::vector<NodeRef> &ix, const KernelOp &top, const Val *acc);
