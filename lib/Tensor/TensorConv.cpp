@@ -339,8 +339,9 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
   bool padded = std::any_of(padding_.begin(), padding_.end(), [](int64_t p) { return p != 0; });
   bool symmetric = true;
   for (size_t i = 0; i + 1 < padding_.size(); i += 2) symmetric = symmetric && padding_[i] == padding_[i + 1];
-  bool throughMasks = symmetric && getDevice(device()).readsPaddedConvInput(HW.back());
-  if (layouts && padded && cout / groups * window >= 64 && !throughMasks)
+  // (the device is asked only at OPT=5, for a convolution the copy could pay for)
+  auto throughMasks = [&] { return symmetric && getDevice(device()).readsPaddedConvInput(HW.back()); };
+  if (layouts && padded && cout / groups * window >= 64 && !throughMasks())
     return pad2d(padding_).contiguous().conv2d(weight, bias, groups, stride, dilation, {0});
   if (!noGrad && layouts) {
     auto fn = std::make_shared<ConvGradientFn>();
