@@ -170,9 +170,9 @@ private:
 
 class CPUDevice : public CompilingDevice {
 public:
-  // Compiles for the host's CPU, or for the one LAZYJIT_CPU names (lazyjit-dump --mcpu sets it):
-  // a CPU older than the host's runs here; one with features the host lacks only compiles, and
-  // running its kernels is an error instead of an illegal instruction.
+  // Compiles for the host's CPU, or for the one LAZYJIT_CPU names (the lit tests pin an AVX2 or
+  // an AVX-512 graph with it): a CPU older than the host's runs here; one with instruction sets the
+  // host lacks only compiles, and running its kernels is an error instead of an illegal instruction.
   explicit CPUDevice(const std::string &name) : CompilingDevice(name, counters()) {
     const Config &c = config();
     target = c.cpu.empty() ? TargetSpec::host(c.llvmOptLevel) : TargetSpec::namedCPU(c.cpu, c.llvmOptLevel);

@@ -284,7 +284,8 @@ void emitPtx(DumpContext &ctx) {
 
 // ---- kernel, llvm, llvm-opt, asm, stats ---------------------------------------------------------
 
-// The code-generation target: the host CPU, or NVPTX with --target=nvptx64 (--mcpu=sm_XX).
+// The code-generation target: the CPU device's (the host's, or LAZYJIT_CPU's), the CPU --mcpu
+// names, or NVPTX with --target=nvptx64 (--mcpu=sm_XX).
 TargetSpec codegenTarget(const DumpContext &ctx) {
   const DumpOptions &o = ctx.opts;
   if (!o.target.empty() && o.target.rfind("nvptx64", 0) == 0) return ptxTarget(ctx);
