@@ -182,12 +182,13 @@ public:
 
   Allocator &allocator() override { return hostAllocator(); }
   // AVX-512's channel-vector convolution reads a padded input's row of values with one select of
-  // the row's address per step where the window's columns are unrolled (up to 4: the columns'
-  // masks are then fixed across the reduce loops, LowerCPUVector.cpp laneLeaf); a 5-wide window
-  // keeps a select per value (16 x 32 channels, 28 x 28, 5 x 5: 6.5-6.9 ms through the masks, 3.6-3.7
-  // with the copy). AVX2's layout runs 10-15% slower through the masks than over a copy (W7).
+  // the row's address per step where the window's columns are unrolled (up to 5 on AVX-512: the
+  // columns' masks are then fixed across the reduce loops, LowerCPUVector.cpp laneLeaf; 5 x 5
+  // with padding 2 over [512, 32, 24, 24]: 46.5 ms through the masks, 50.5 with the copy). A wider
+  // window keeps a select per value. AVX2's layout runs 10-15% slower through the masks than over
+  // a copy (W7).
   bool readsPaddedConvInput(int64_t width) const override {
-    return width <= 4 && target.features.find("+avx512f") != std::string::npos;
+    return width <= 5 && target.features.find("+avx512f") != std::string::npos;
   }
 
   static CompileCounters &counters() {

@@ -332,7 +332,7 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
   // channels 3x3 with padding 1: 15.1-15.5 ms a call through masks, 11.9-12.1 with the copy, on
   // AVX2). Only where each input element feeds enough multiply-adds (cout/groups x the window) to
   // pay for the copy, and on a device whose kernels read through the masks slower than the copy
-  // costs (on AVX-512 a window up to 4 wide: W7 through masks 5.9-6.3 ms, with the copy 6.4-6.7)
+  // costs (on AVX-512 a window up to 5 wide: W7 through masks 5.9-6.3 ms, with the copy 6.4-6.7)
   // and the padding is the same on both sides of each dimension (the input's gradient below is
   // then one transposed convolution). The gradients below then see no padding.
   int64_t window = std::accumulate(HW.begin(), HW.end(), int64_t{1}, std::multiplies<>());

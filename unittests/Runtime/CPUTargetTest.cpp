@@ -97,7 +97,7 @@ TEST_CASE("CPU target: LAZYJIT_CPU names the device's target; a CPU the host can
   }
 }
 
-TEST_CASE("CPU target: a padded convolution reads its input through the masks on AVX-512, a window up to 4 "
+TEST_CASE("CPU target: a padded convolution reads its input through the masks on AVX-512, a window up to 5 "
           "wide") {
   Config c = config();
   SUBCASE("AVX-512") {
@@ -106,8 +106,8 @@ TEST_CASE("CPU target: a padded convolution reads its input through the masks on
     std::unique_ptr<Device> dev = makeCPUDevice("CPU");
     CHECK(dev->readsPaddedConvInput(1));
     CHECK(dev->readsPaddedConvInput(3));
-    CHECK(dev->readsPaddedConvInput(4));
-    CHECK_FALSE(dev->readsPaddedConvInput(5));
+    CHECK(dev->readsPaddedConvInput(5));
+    CHECK_FALSE(dev->readsPaddedConvInput(6));
   }
   SUBCASE("AVX2") {
     c.cpu = "haswell";

@@ -182,7 +182,7 @@ std::vector<GradCase> nnCases() {
 /// through the pooling op's graph, as at OPT=2. With 64 or more multiply-adds per input element
 /// (output channels per group x the window) a padded input is written out first, so the
 /// convolution itself has no padding, unless the CPU reads it through the masks as fast (AVX-512,
-/// a window up to 4 wide, the same padding on both sides; the cases below with fewer
+/// a window up to 5 wide, the same padding on both sides; the cases below with fewer
 /// multiply-adds take that graph on every host).
 std::vector<GradCase> convCasesAtOpt5() {
   std::vector<GradCase> out;
