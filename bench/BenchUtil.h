@@ -53,7 +53,8 @@ struct Peer {
 /// timed one workload after the other compared different phases; timed in turns, every call samples
 /// the same phases and the ratio of two medians compares like with like. One Timing per call, in
 /// order; `first` is each call's first.
-std::vector<Timing> timeInterleaved(const std::vector<Call> &calls, int rounds = 7, int perRound = 2,
+inline constexpr int kRounds = 7;
+std::vector<Timing> timeInterleaved(const std::vector<Call> &calls, int rounds = kRounds, int perRound = 2,
                                     int warmups = 2);
 
 /// Waits until the other threads of this process together used under 5% of a CPU over 2 ms, or
@@ -84,5 +85,9 @@ struct Result {
   bool vsCopy = false;               // add the ratio to the copy ceiling once it is final
   std::string note;
 };
+
+/// Times `ours` in turns with `peers` (timeInterleaved, `perRound` timed calls a turn): our
+/// Timing goes to `r.t`, and each peer's median over ours to `r.vs` under the peer's name.
+void timeAgainstPeers(Result &r, const Call &ours, const std::vector<Peer> &peers, int perRound = 2);
 
 } // namespace lazyjit::bench

@@ -105,4 +105,12 @@ std::vector<Timing> timeInterleaved(const std::vector<Call> &calls, int rounds, 
   return out;
 }
 
+void timeAgainstPeers(Result &r, const Call &ours, const std::vector<Peer> &peers, int perRound) {
+  std::vector<Call> calls{ours};
+  for (const auto &p : peers) calls.push_back(p.call);
+  std::vector<Timing> t = timeInterleaved(calls, kRounds, perRound);
+  r.t = t[0];
+  for (size_t i = 0; i < peers.size(); ++i) r.vs[peers[i].name] = t[i + 1].median / r.t.median;
+}
+
 } // namespace lazyjit::bench

@@ -38,16 +38,15 @@ Result runTensor(const std::string &id, const std::string &name, const std::stri
     Tensor probe = build();
     r.kernels = countKernels(probe);
   }
-  std::vector<Call> calls{[&] {
-    Tensor out = build();
-    out.realize();
-    sync(dev);
-  }};
-  for (const auto &p : peers) calls.push_back(p.call);
-  std::vector<Timing> t = timeInterleaved(calls);
-  r.t = t[0];
+  timeAgainstPeers(
+      r,
+      [&] {
+        Tensor out = build();
+        out.realize();
+        sync(dev);
+      },
+      peers);
   r.rate = workPerCall / r.t.median / 1e9;
-  for (size_t i = 0; i < peers.size(); ++i) r.vs[peers[i].name] = t[i + 1].median / r.t.median;
   return r;
 }
 

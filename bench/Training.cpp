@@ -54,12 +54,7 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
     runSeconds = globalCounters().runSeconds - r0;
   };
   Result r{id, name, "steps/s"};
-  // the steps in turns with the peers' (timeInterleaved), one step a turn
-  std::vector<Call> calls{step};
-  for (const auto &p : peers) calls.push_back(p.call);
-  std::vector<Timing> t = timeInterleaved(calls, 7, 1);
-  r.t = t[0];
-  for (size_t i = 0; i < peers.size(); ++i) r.vs[peers[i].name] = t[i + 1].median / r.t.median;
+  timeAgainstPeers(r, step, peers, 1); // (one timed step a turn)
   r.rate = 1.0 / r.t.median;
   r.kernels = static_cast<int>(kernels);
   double building = 100.0 * (wall - runSeconds) / wall;
@@ -75,7 +70,7 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
                                 jit({x, y});
                                 getDevice(device).synchronize();
                               }},
-                              7, 1)[0];
+                              kRounds, 1)[0];
   r.vs["jit"] = r.t.median / jt.median;
   r.note = fmt::format("{:.1f} ms/step, with Jit {:.1f} ms/step; graph building, autograd and scheduling {:.0f}% "
                        "of the last step; OPT={}",

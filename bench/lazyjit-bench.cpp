@@ -243,10 +243,10 @@ int main(int argc, char **argv) {
     printTable(results);
     QuietStats q = quietStats();
     if (q.waits)
-      std::printf("\nlazyjit and its peers were timed in turns (7 rounds); before each turn the bench waited for the "
-                  "process's other threads to go idle: %d waits, %.2f s in all, the longest %.0f ms, %d still busy "
-                  "after 1 s\n",
-                  q.waits, q.seconds, q.longest * 1e3, q.timedOut);
+      std::printf("\nlazyjit and its peers were timed in turns (%d rounds); before each turn the bench waited for "
+                  "the process's other threads to go idle: %d waits, %.2f s in all, the longest %.0f ms, %d still "
+                  "busy after 1 s\n",
+                  kRounds, q.waits, q.seconds, q.longest * 1e3, q.timedOut);
     if (!jsonPath.empty() && !writeJson(jsonPath, results, device, threads, coretype, blasCore)) {
       std::fprintf(stderr, "lazyjit-bench: error: cannot write %s\n", jsonPath.c_str());
       return 1;
