@@ -5,6 +5,7 @@
 // For a CPU target, a kernel `r_16_1024` over `out[i] = sum_j in[i*1024 + j]` becomes
 //
 //   define internal void @k.impl(ptr noalias %data0, ptr noalias %data1, i64 %start, i64 %end)
+//   (no noalias on an output and an input it may be written over: inPlaceInputs)
 //   loop.gidx0:                             ; for gidx0 in [start, end)
 //     %gidx0 = phi i64 [ %start, %entry ], [ %gidx0.next, %loop.ridx1.exit ]
 //   loop.ridx1:                             ; for ridx1 in [0, 1024)
@@ -303,7 +304,7 @@ Function *CPULowerer::lower(const std::string &symbol) {
   for (const KernelOp *x : k.bufs)
     if (x->op != Op::Const) numBufs = std::max(numBufs, x->memBuffer().idx + 1);
 
-  // the implementation: one noalias pointer per buffer, the variables, the outer range
+  // the implementation: one pointer per buffer, the variables, the outer range
   std::vector<Type *> params(numBufs, ptrTy);
   params.insert(params.end(), vars.size(), b.getInt64Ty());
   params.push_back(b.getInt64Ty());
@@ -323,8 +324,11 @@ Function *CPULowerer::lower(const std::string &symbol) {
   fn->addFnAttr(Attribute::AlwaysInline);
   fn->addFnAttr(Attribute::NoUnwind);
   fn->addFnAttr("no-nans-fp-math", "false");
+  // (not the output and the inputs the runtime may write it over: inPlaceInputs)
+  std::vector<int> shared = inPlaceInputs(*k.ast);
+  if (!shared.empty()) shared.push_back(0);
   for (int i = 0; i < numBufs; ++i) {
-    fn->addParamAttr(i, Attribute::NoAlias);
+    if (std::find(shared.begin(), shared.end(), i) == shared.end()) fn->addParamAttr(i, Attribute::NoAlias);
     fn->getArg(i)->setName("data" + std::to_string(i));
     bufPtrs.push_back(fn->getArg(i));
   }

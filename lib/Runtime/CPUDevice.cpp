@@ -187,6 +187,9 @@ public:
   // with padding 2 over [512, 32, 24, 24]: 46.5 ms through the masks, 50.5 with the copy). A wider
   // window keeps a select per value. AVX2's layout runs 10-15% slower through the masks than over
   // a copy (W7).
+  // (LowerCPU.cpp leaves those pointers without noalias; the first touch of a fresh buffer is a
+  // page fault per page, which the output written over its input does without)
+  bool writesOverInputs() const override { return true; }
   bool readsPaddedConvInput(int64_t width) const override {
     return width <= 5 && target.features.find("+avx512f") != std::string::npos;
   }

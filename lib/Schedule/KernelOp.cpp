@@ -268,6 +268,26 @@ std::vector<NodeRef> varsFromAst(const KernelOp &ast) {
   return out;
 }
 
+std::vector<int> inPlaceInputs(const KernelOp &ast) {
+  if (ast.op != Op::Store) return {};
+  const MemBuffer &out = ast.memBuffer();
+  if (!out.st.contiguous() || !out.st.vars().empty()) return {};
+  std::vector<int> same, other;
+  for (const KernelOp *x : ast.uniqueOps()) {
+    if (x == &ast || x->op == Op::Const || isElementwise(x->op)) continue;
+    if (x->op != Op::Load) return {}; // a reduce or EXPAND reads other elements than it writes
+    const MemBuffer &in = x->memBuffer();
+    (in.st == out.st && in.dtype == out.dtype ? same : other).push_back(in.idx);
+  }
+  std::vector<int> r;
+  for (int i : same)
+    if (i != out.idx && std::find(other.begin(), other.end(), i) == other.end() &&
+        std::find(r.begin(), r.end(), i) == r.end())
+      r.push_back(i);
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
 std::unordered_set<const KernelOp *> expandedSubtrees(const KernelOp &ast) {
   std::vector<const KernelOp *> stack;
   for (const KernelOp *x : ast.uniqueOps())

@@ -62,6 +62,7 @@ Config parseConfig(const std::function<std::optional<std::string>(const char *)>
   }
   if (auto v = lookup("CUDA_ARCH")) c.cudaArch = *v;
   if (auto v = lookup("LAZYJIT_CPU")) c.cpu = *v;
+  intKnob("LAZYJIT_REUSE_INPUTS", c.reuseInputs, 0, 1);
   intKnob("LAZYJIT_VERIFY_AST", c.verifyAst, 0, 1);
   intKnob("LAZYJIT_BOUNDS", c.bounds, 0, 1);
   intKnob("LAZYJIT_MAX_BUFFER_BYTES", c.maxBufferBytes, 0, int64_t(1) << 62);

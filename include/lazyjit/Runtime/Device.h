@@ -82,6 +82,12 @@ public:
   virtual std::vector<std::shared_ptr<Program>> compileAll(const std::vector<KernelOpRef> &asts);
   /// Waits for all work on the device.
   virtual void synchronize() {}
+  /// Whether an element-wise kernel may write its output over an input that dies with it
+  /// (inPlaceInputs, Realize.cpp): the device's kernels do not promise the compiler that those
+  /// pointers never alias. The CUDA device keeps the promise, which is what lets NVPTX read
+  /// inputs through the read-only cache (`ld.global.nc`), and fresh device memory costs it no
+  /// page faults.
+  virtual bool writesOverInputs() const { return false; }
   /// Whether a convolution whose window is `width` wide (its last dimension) reads its padded
   /// input through the padding's masks about as fast as from a copy with the padding written out:
   /// OPT=5 then writes no copy (TensorConv.cpp).

@@ -114,6 +114,15 @@ LazyOpInfo getLazyOpInfo(const KernelOp &ast);
 /// vars_from_ast: every variable in the AST's ShapeTrackers, sorted by name.
 std::vector<NodeRef> varsFromAst(const KernelOp &ast);
 
+/// The LOAD indices whose buffer may be the STORE's own memory: a kernel of element-wise ops only
+/// (no reduce, no EXPAND) whose output view is contiguous and reads such an input through the very
+/// same view and dtype. Each output element is then computed from that input's element at the same
+/// address alone, so writing it over its input is safe in any order of elements, lanes or threads
+/// (every read of an element precedes the write that depends on it). Empty when there is none.
+/// The runtime writes the output over such an input that nothing else holds (Realize.cpp); the
+/// code generators leave those pointers and the output's without `noalias`.
+std::vector<int> inPlaceInputs(const KernelOp &ast);
+
 /// A row kernel's (OPT=5) EXPAND nodes and every node below them: its row values and what
 /// computes them. Empty for an AST without EXPAND.
 std::unordered_set<const KernelOp *> expandedSubtrees(const KernelOp &ast);

@@ -31,6 +31,7 @@ struct Config {
   bool diskCache = true;                 ///< DISABLE_COMPILER_CACHE=1 turns it off
   std::string cudaArch;                  ///< CUDA_ARCH: override the sm_XX used for PTX
   std::string cpu;                       ///< LAZYJIT_CPU: the CPU the CPU device compiles for ("" = the host's)
+  bool reuseInputs = true;               ///< LAZYJIT_REUSE_INPUTS: an element-wise kernel may write its output over an input that dies with it
   bool verifyAst = false;                ///< LAZYJIT_VERIFY_AST: verify and text-round-trip every kernel AST
   bool bounds = false;                   ///< LAZYJIT_BOUNDS: CPU kernels check every load/store index at run time
   int64_t maxBufferBytes = 0;            ///< LAZYJIT_MAX_BUFFER_BYTES: refuse larger buffers (0: no limit)
