@@ -134,6 +134,8 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
       if (std::shared_ptr<Buffer> in = dyingInput(si, allocSize(out.shape), out.dtype())) {
         dst = std::move(in);
         out.setRealized(dst);
+        ++globalCounters().inPlaceCount;
+        LAZYJIT_LOG(Runtime, 3, "{} writes its output over an input that dies with it", programs[i]->info().name);
       }
 
     auto k0 = Clock::now();

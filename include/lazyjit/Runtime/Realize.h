@@ -58,6 +58,8 @@ CaptureSink setCaptureSink(CaptureSink sink);
 struct GlobalCounters {
   int64_t kernelCount = 0;
   int64_t copyCount = 0;
+  /// Kernels that wrote their output over a dying input (Realize.cpp, inPlaceInputs).
+  int64_t inPlaceCount = 0;
   /// Time spent in runSchedule (compiling and running; what is not graph building or scheduling).
   /// Kernels run asynchronously on a device are counted when a later item waits for them.
   double runSeconds = 0;
