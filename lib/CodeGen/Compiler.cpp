@@ -407,6 +407,8 @@ KernelSignature describe(const Kernel &k, const KernelOp &ast, const TargetSpec 
     }
     for (const auto &d : launch.block) sig.localSize.push_back(d.size.asInt());
     sig.sharedBytes = launch.sharedBytes;
+  } else {
+    sig.gridDims.push_back(k.outerRange());
   }
   sig.kernelSummary = kernelSummary(k);
   return sig;

@@ -84,6 +84,11 @@ Kernel::Kernel(KernelOpRef astIn, KernelOptions o) : ast(std::move(astIn)), opts
   simplifyMergeAdjacent();
 }
 
+SInt Kernel::outerRange() const {
+  if ((rowKernel && !reduceop ? rowStart : firstReduce()) == 0) return SInt(1);
+  return fullShape()[0];
+}
+
 int Kernel::firstReduce() const {
   size_t n = shapeLen() - upcasted;
   for (size_t i = 0; i < n; ++i)

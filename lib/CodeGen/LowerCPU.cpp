@@ -17,7 +17,8 @@
 //     store float %5, ptr (gep %data0, %gidx0)
 //
 // plus the uniform entry point `@k(ptr %bufs, ptr %vars, i64 %start, i64 %end)` that loads the
-// buffer pointers and variable values and calls the (inlined) implementation, and `@k_range`.
+// buffer pointers and variable values and calls the (inlined) implementation over [start, end) of
+// the outer range (Kernel::outerRange, which the launcher evaluates and splits across threads).
 // Vector mode (one upcast axis as one LLVM vector) is in LowerCPUVector.cpp.
 #include "LowerCPU.h"
 #include "LowerKernel.h"
@@ -272,30 +273,6 @@ Align CPULowerer::panelAlign(DType dt) const {
   return Align(std::min<uint64_t>(64, bytes & (~bytes + 1)));
 }
 
-void CPULowerer::emitRangeFunction(const std::string &symbol) {
-  Type *ptrTy = PointerType::getUnqual(ctx);
-  Function *rf = Function::Create(FunctionType::get(b.getInt64Ty(), {ptrTy}, false),
-                                  GlobalValue::ExternalLinkage, symbol + "_range", &m);
-  BasicBlock *bb = BasicBlock::Create(ctx, "entry", rf);
-  IRBuilder<> rb(bb);
-  std::map<std::string, Value *> saved = varValues;
-  auto vars = varsFromAst(*k.ast);
-  for (size_t i = 0; i < vars.size(); ++i)
-    varValues[*vars[i]->expr] =
-        rb.CreateAlignedLoad(rb.getInt64Ty(), rb.CreateConstInBoundsGEP1_64(rb.getInt64Ty(), rf->getArg(0), i), Align(8));
-  Value *extent;
-  if ((k.rowKernel && !k.reduceop ? k.rowStart : k.firstReduce()) == 0) {
-    extent = rb.getInt64(1);
-  } else {
-    IRBuilderBase::InsertPointGuard guard(b);
-    b.SetInsertPoint(bb);
-    extent = renderSInt(k.fullShape()[0]);
-  }
-  rb.SetInsertPoint(bb);
-  rb.CreateRet(extent);
-  varValues = std::move(saved);
-}
-
 Function *CPULowerer::lower(const std::string &symbol) {
   b.setFastMathFlags(referenceFastMath());
   Type *ptrTy = PointerType::getUnqual(ctx);
@@ -409,8 +386,6 @@ Function *CPULowerer::lower(const std::string &symbol) {
   }
   eb.CreateCall(fn, args);
   eb.CreateRetVoid();
-
-  emitRangeFunction(symbol);
 
   verify();
   return entryFn;

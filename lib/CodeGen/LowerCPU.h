@@ -63,7 +63,6 @@ private:
                    const std::function<void()> &body);
   void outerLoops(int axis, int end, std::vector<NodeRef> &idxs, Value *start, Value *stop,
                   const std::function<void()> &body);
-  void emitRangeFunction(const std::string &symbol);
   /// Runs once where the loop over global axis `globalHookAxis` is about to be emitted (the
   /// packing of Kernel::packDepth).
   int globalHookAxis = -1;

@@ -1,6 +1,7 @@
 // The CPU device. Compiles on the thread pool (one LLVMContext per compile), links objects into a
 // process-wide LLJIT under a mutex, and launches kernels through the uniform ABI of
-// CodeGen/Compiler.h: entry(bufs, vars, start, end) over the range given by entry_range(vars).
+// CodeGen/Compiler.h: entry(bufs, vars, start, end) over the outer range, the signature's one grid
+// dimension evaluated with the variables' values.
 #include "lazyjit/Runtime/CPUDevice.h"
 #include "CompilingDevice.h"
 #include "lazyjit/CodeGen/Compiler.h"
@@ -39,9 +40,8 @@ public:
   }
 
   using Entry = void (*)(void **, const int64_t *, int64_t, int64_t);
-  using Range = int64_t (*)(const int64_t *);
 
-  std::pair<Entry, Range> add(const std::vector<uint8_t> &object, const std::string &symbol) {
+  Entry add(const std::vector<uint8_t> &object, const std::string &symbol) {
     std::lock_guard lock(mu);
     auto buf = llvm::MemoryBuffer::getMemBufferCopy(
         llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), symbol);
@@ -49,9 +49,7 @@ public:
       throw CompileError("runtime: cannot link kernel " + symbol + ": " + llvmErrorText(std::move(err)));
     auto entry = jit->lookup(symbol);
     if (!entry) throw CompileError("runtime: kernel " + symbol + " not found: " + llvmErrorText(entry.takeError()));
-    auto range = jit->lookup(symbol + "_range");
-    if (!range) throw CompileError("runtime: kernel " + symbol + "_range not found: " + llvmErrorText(range.takeError()));
-    return {entry->toPtr<Entry>(), range->toPtr<Range>()};
+    return entry->toPtr<Entry>();
   }
 
 private:
@@ -79,9 +77,9 @@ private:
 
 class CPUProgram : public Program {
 public:
-  CPUProgram(KernelOpRef ast, KernelSignature sig, JIT::Entry entry, JIT::Range range, double compileSeconds,
+  CPUProgram(KernelOpRef ast, KernelSignature sig, JIT::Entry entry, double compileSeconds,
              bool fromCache)
-      : ast(std::move(ast)), sig(std::move(sig)), entry(entry), range(range) {
+      : ast(std::move(ast)), sig(std::move(sig)), entry(entry) {
     info_.name = this->sig.name;
     auto li = getLazyOpInfo(*this->ast);
     info_.flops = li.flops;
@@ -107,7 +105,7 @@ public:
       vals.push_back(it->second.second);
       byName[*v->expr] = it->second.second;
     }
-    int64_t extent = range(vals.data());
+    int64_t extent = symInfer(sig.gridDims.at(0), byName);
     // bounds mode: the report's address and the buffers' sizes follow the variables
     BoundsReport report;
     if (sig.boundsChecked) {
@@ -164,7 +162,6 @@ private:
   KernelOpRef ast;
   KernelSignature sig;
   JIT::Entry entry;
-  JIT::Range range;
   ProgramInfo info_;
 };
 
@@ -181,15 +178,15 @@ public:
   }
 
   Allocator &allocator() override { return hostAllocator(); }
+  // (LowerCPU.cpp leaves those pointers without noalias; the first touch of a fresh buffer is a
+  // page fault per page, which the output written over its input does without)
+  bool writesOverInputs() const override { return true; }
   // AVX-512's channel-vector convolution reads a padded input's row of values with one select of
   // the row's address per step where the window's columns are unrolled (up to 5 on AVX-512: the
   // columns' masks are then fixed across the reduce loops, LowerCPUVector.cpp laneLeaf; 5 x 5
   // with padding 2 over [512, 32, 24, 24]: 46.5 ms through the masks, 50.5 with the copy). A wider
   // window keeps a select per value. AVX2's layout runs 10-15% slower through the masks than over
   // a copy (W7).
-  // (LowerCPU.cpp leaves those pointers without noalias; the first touch of a fresh buffer is a
-  // page fault per page, which the output written over its input does without)
-  bool writesOverInputs() const override { return true; }
   bool readsPaddedConvInput(int64_t width) const override {
     return width <= 5 && target.features.find("+avx512f") != std::string::npos;
   }
@@ -207,8 +204,8 @@ protected:
     LAZYJIT_USER_CHECK(missing.empty(), DeviceError,
                        "CPU: kernels compiled for {} (LAZYJIT_CPU) cannot run on this machine, which lacks {}",
                        target.cpu, fmt::join(missing, ", "));
-    auto [entry, range] = JIT::get().add(code.bytes, code.sig.symbol);
-    return std::make_shared<CPUProgram>(ast, code.sig, entry, range, code.seconds, code.fromCache);
+    JIT::Entry entry = JIT::get().add(code.bytes, code.sig.symbol);
+    return std::make_shared<CPUProgram>(ast, code.sig, entry, code.seconds, code.fromCache);
   }
 };
 

@@ -312,9 +312,8 @@ void emitKernel(DumpContext &ctx) {
       ctx.out << "  launch grid=" << shapeText(sig.globalSize)
               << " block=" << shapeText(sig.localSize) << " shared=" << sig.sharedBytes << "\n";
     else {
-      // CPU: the outermost loop is split across the thread pool
-      Kernel kern = buildKernel(ast, target, CompileOptions::from(config()));
-      SInt outer = kern.firstReduce() > 0 ? kern.fullShape()[0] : SInt(1);
+      // CPU: the outer range (Kernel::outerRange) is split across the thread pool
+      const SInt &outer = sig.gridDims.at(0);
       ctx.out << "  launch ";
       if (sig.scratchBytes > 0) // whole packed inputs: a pack phase first, into one scratch block
         ctx.out << "pack_range=" << sig.packRange << " scratch=" << sig.scratchBytes << " then ";

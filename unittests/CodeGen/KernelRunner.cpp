@@ -80,9 +80,7 @@ KernelRun KernelRunner::run(const KernelOpRef &ast, const CompileOptions &opts, 
   llvm::StringRef bytes(reinterpret_cast<const char *>(obj.data()), obj.size());
   llvm::cantFail(impl->jit->addObjectFile(dylib, llvm::MemoryBuffer::getMemBufferCopy(bytes, sig.symbol)));
   using Entry = void (*)(void **, const int64_t *, int64_t, int64_t);
-  using Range = int64_t (*)(const int64_t *);
   auto entry = llvm::cantFail(impl->jit->lookup(dylib, sig.symbol)).toPtr<Entry>();
-  auto range = llvm::cantFail(impl->jit->lookup(dylib, sig.symbol + "_range")).toPtr<Range>();
 
   // buffer sizes: the largest element any access of the unoptimized kernel can touch
   Kernel plain(ast);
@@ -126,7 +124,8 @@ KernelRun KernelRunner::run(const KernelOpRef &ast, const CompileOptions &opts, 
     vars.back() = 0;
   }
   if (vars.empty()) vars.push_back(0);
-  int64_t whole = range(vars.data()), from = 0;
+  LAZYJIT_INTERNAL_CHECK(sig.gridDims.size() == 1, "KernelRunner: a CPU kernel has one outer range");
+  int64_t whole = symInfer(sig.gridDims[0], {}), from = 0;
   for (int64_t cut : cuts) {
     LAZYJIT_INTERNAL_CHECK(cut > from && cut < whole, "KernelRunner: cut {} outside ({}, {})", cut, from, whole);
     entry(ptrs.data(), vars.data(), from, cut);

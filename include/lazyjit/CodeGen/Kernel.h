@@ -143,6 +143,9 @@ public:
   /// The first axis where output and full shape differ among the non-upcast axes.
   int firstReduce() const;
   int globalDims() const { return firstReduce() - localDims; }
+  /// The CPU launcher's range, which it splits across threads: the first axis when it is an outer
+  /// (global) one, else 1. An expression of the kernel's variables (KernelSignature::gridDims).
+  SInt outerRange() const;
 
   /// "E_" or "r_" + the full shape, as the reference names kernels.
   std::string name() const;
