@@ -8,6 +8,7 @@
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Schedule/Schedule.h"
 #include "lazyjit/Support/Config.h"
+#include "lazyjit/Tensor/Jit.h"
 
 using namespace lazyjit;
 using namespace lazyjit::testing;
@@ -122,6 +123,9 @@ TEST_CASE("In place: a kernel writes over an input that nothing else holds, and 
 
 TEST_CASE("In place: softmax at OPT=2 divides over its own exponentials, which no one else reads") {
   // max, exp(x - max), sum, exp / sum: the fourth kernel's output takes the second's storage
+  Config cfg = config();
+  cfg.opt = 2;
+  ScopedConfig atOpt2(cfg);
   const int64_t rows = 32, cols = 200;
   Vals xs = iota(rows * cols, 0.05);
   Tensor x = Tensor::fromValues(xs, {rows, cols}, {std::nullopt, "CPU"});
@@ -145,4 +149,32 @@ TEST_CASE("In place: softmax at OPT=2 divides over its own exponentials, which n
     }
   }
   checkNear(x.toVector<float>(), xs);
+}
+
+TEST_CASE("In place: a Jit over softmax gives the function's values on every call and replay") {
+  // the plain calls write the division over the exponentials; the capture holds every buffer it
+  // records, so no captured kernel writes over an input the replay reads again
+  Config cfg = config();
+  cfg.opt = 2;
+  ScopedConfig atOpt2(cfg);
+  const int64_t rows = 16, cols = 96;
+  Jit jit([](const std::vector<Tensor> &in) { return std::vector<Tensor>{in[0].softmax()}; });
+  for (int call = 0; call < 5; ++call) {
+    CAPTURE(call);
+    Vals xs = iota(rows * cols, 0.03 * (call + 1));
+    Tensor x = Tensor::fromValues(xs, {rows, cols}, {std::nullopt, "CPU"});
+    x.realize();
+    int64_t inPlace = globalCounters().inPlaceCount;
+    std::vector<float> got = jit({x})[0].toVector<float>();
+    if (call == 0) CHECK(globalCounters().inPlaceCount == inPlace + 1);
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = -kInf, s = 0;
+      for (int64_t c = 0; c < cols; ++c) m = std::max(m, xs[static_cast<size_t>(r * cols + c)]);
+      for (int64_t c = 0; c < cols; ++c) s += std::exp(xs[static_cast<size_t>(r * cols + c)] - m);
+      for (int64_t c = 0; c < cols; ++c)
+        CHECK(got[static_cast<size_t>(r * cols + c)] ==
+              doctest::Approx(std::exp(xs[static_cast<size_t>(r * cols + c)] - m) / s).epsilon(1e-5));
+    }
+  }
+  CHECK(jit.captured());
 }
