@@ -86,6 +86,9 @@ public:
     info_.memBytes = li.memEstimate();
     info_.compileSeconds = compileSeconds;
     info_.fromCache = fromCache;
+    // (LowerCPU.cpp leaves these pointers without noalias; the first touch of a fresh buffer is a
+    // page fault per page, which an output written over its input does without)
+    info_.writableInputs = inPlaceInputs(*this->ast);
   }
 
   void run(std::span<Buffer *const> bufs, const VarVals &vars) override {
@@ -178,9 +181,6 @@ public:
   }
 
   Allocator &allocator() override { return hostAllocator(); }
-  // (LowerCPU.cpp leaves those pointers without noalias; the first touch of a fresh buffer is a
-  // page fault per page, which the output written over its input does without)
-  bool writesOverInputs() const override { return true; }
   // AVX-512's channel-vector convolution reads a padded input's row of values with one select of
   // the row's address per step where the window's columns are unrolled (up to 5 on AVX-512: the
   // columns' masks are then fixed across the reduce loops, LowerCPUVector.cpp laneLeaf; 5 x 5

@@ -4,7 +4,6 @@
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Schedule/ASTText.h"
-#include "lazyjit/Schedule/KernelOp.h"
 #include "lazyjit/Schedule/Verifier.h"
 #include "lazyjit/Support/Logging.h"
 
@@ -32,13 +31,13 @@ int64_t allocSize(const Shape &shape) {
   return n;
 }
 
-// An input of `si` that the kernel may write its output over (inPlaceInputs) and that nothing
-// but `si` still holds: no tensor, graph node, view or later item reads its buffer again, which
-// then becomes the output's (an intermediate of softmax at OPT=2 is written over by the division
-// that reads it: one fresh 64 MiB buffer instead of two, on a host where fresh memory is what a
-// first call waits on). Null when there is none.
-std::shared_ptr<Buffer> dyingInput(const ScheduleItem &si, int64_t size, DType dtype) {
-  for (int idx : inPlaceInputs(*si.ast)) {
+// An input of `si` that its program may write the output over (ProgramInfo::writableInputs) and
+// that nothing but `si` still holds: no tensor, graph node, view or later item reads its buffer
+// again, which then becomes the output's (an intermediate of softmax at OPT=2 is written over by
+// the division that reads it: one fresh 64 MiB buffer instead of two, on a host where fresh memory
+// is what a first call waits on). Null when there is none.
+std::shared_ptr<Buffer> dyingInput(const ScheduleItem &si, const Program &prg, int64_t size, DType dtype) {
+  for (int idx : prg.info().writableInputs) {
     const LazyBufferRef &x = si.inputs[static_cast<size_t>(idx - 1)];
     const std::shared_ptr<Buffer> &buf = x->realized();
     if (x.use_count() == 1 && buf.use_count() == 1 && buf->size() == size && buf->dtype() == dtype &&
@@ -130,8 +129,8 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     for (const auto &v : out.views.live()) v->dropOp();
     // the output over an input that dies with this kernel (the fresh block, never touched, goes
     // back to the allocator's cache)
-    if (fresh && kind == Op::Store && config().reuseInputs && getDevice(out.device).writesOverInputs())
-      if (std::shared_ptr<Buffer> in = dyingInput(si, allocSize(out.shape), out.dtype())) {
+    if (fresh && kind == Op::Store && config().reuseInputs)
+      if (std::shared_ptr<Buffer> in = dyingInput(si, *programs[i], allocSize(out.shape), out.dtype())) {
         dst = std::move(in);
         out.setRealized(dst);
         ++globalCounters().inPlaceCount;

@@ -41,6 +41,12 @@ struct ProgramInfo {
   int64_t memBytes = 0;
   double compileSeconds = 0;
   bool fromCache = false;      ///< loaded from the disk cache instead of compiled
+  /// The inputs (LOAD indices) the output may be written over when they die with the kernel
+  /// (inPlaceInputs, Realize.cpp): the CPU's, whose kernels do not promise LLVM that those
+  /// pointers never alias. Empty on the CUDA device, which keeps the promise (NVPTX reads inputs
+  /// through the read-only cache with it) and has no first-touch page faults to save, and in the
+  /// interpreter, which the differential tests compare against.
+  std::vector<int> writableInputs;
 };
 
 /// A compiled (or interpreted) kernel, runnable on buffers of its device.
@@ -82,12 +88,6 @@ public:
   virtual std::vector<std::shared_ptr<Program>> compileAll(const std::vector<KernelOpRef> &asts);
   /// Waits for all work on the device.
   virtual void synchronize() {}
-  /// Whether an element-wise kernel may write its output over an input that dies with it
-  /// (inPlaceInputs, Realize.cpp): the device's kernels do not promise the compiler that those
-  /// pointers never alias. The CUDA device keeps the promise, which is what lets NVPTX read
-  /// inputs through the read-only cache (`ld.global.nc`), and fresh device memory costs it no
-  /// page faults.
-  virtual bool writesOverInputs() const { return false; }
   /// Whether a convolution whose window is `width` wide (its last dimension) reads its padded
   /// input through the padding's masks about as fast as from a copy with the padding written out:
   /// OPT=5 then writes no copy (TensorConv.cpp).
