@@ -30,6 +30,29 @@ void checkNear(const std::vector<float> &got, const Vals &want) {
   }
 }
 
+/// Softmax of rows x cols values against its closed form (the row's max subtracted, in double).
+void checkSoftmax(const std::vector<float> &got, const Vals &xs, int64_t rows, int64_t cols) {
+  REQUIRE(got.size() == xs.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    auto at = [&](int64_t c) { return static_cast<size_t>(r * cols + c); };
+    double m = -kInf, s = 0;
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, xs[at(c)]);
+    for (int64_t c = 0; c < cols; ++c) s += std::exp(xs[at(c)] - m);
+    for (int64_t c = 0; c < cols; ++c) {
+      CAPTURE(r);
+      CAPTURE(c);
+      CHECK(got[at(c)] == doctest::Approx(std::exp(xs[at(c)] - m) / s).epsilon(1e-5));
+    }
+  }
+}
+
+/// The reference's four softmax kernels, whatever OPT the tests run with.
+Config atOpt2() {
+  Config c = config();
+  c.opt = 2;
+  return c;
+}
+
 /// The storage of every item's output, in the order the items ran.
 struct Outputs {
   Outputs() {
@@ -123,9 +146,7 @@ TEST_CASE("In place: a kernel writes over an input that nothing else holds, and 
 
 TEST_CASE("In place: softmax at OPT=2 divides over its own exponentials, which no one else reads") {
   // max, exp(x - max), sum, exp / sum: the fourth kernel's output takes the second's storage
-  Config cfg = config();
-  cfg.opt = 2;
-  ScopedConfig atOpt2(cfg);
+  ScopedConfig opt2(atOpt2());
   const int64_t rows = 32, cols = 200;
   Vals xs = iota(rows * cols, 0.05);
   Tensor x = Tensor::fromValues(xs, {rows, cols}, {std::nullopt, "CPU"});
@@ -136,27 +157,14 @@ TEST_CASE("In place: softmax at OPT=2 divides over its own exponentials, which n
   REQUIRE(outs.ptrs.size() == 4);
   CHECK(outs.ptrs[3] == outs.ptrs[1]);
   CHECK(outs.ptrs[1] != storage(x));
-  std::vector<float> got = y.toVector<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    double m = -kInf, s = 0;
-    for (int64_t c = 0; c < cols; ++c) m = std::max(m, xs[static_cast<size_t>(r * cols + c)]);
-    for (int64_t c = 0; c < cols; ++c) s += std::exp(xs[static_cast<size_t>(r * cols + c)] - m);
-    for (int64_t c = 0; c < cols; ++c) {
-      CAPTURE(r);
-      CAPTURE(c);
-      CHECK(got[static_cast<size_t>(r * cols + c)] ==
-            doctest::Approx(std::exp(xs[static_cast<size_t>(r * cols + c)] - m) / s).epsilon(1e-5));
-    }
-  }
+  checkSoftmax(y.toVector<float>(), xs, rows, cols);
   checkNear(x.toVector<float>(), xs);
 }
 
 TEST_CASE("In place: a Jit over softmax gives the function's values on every call and replay") {
   // the plain calls write the division over the exponentials; the capture holds every buffer it
   // records, so no captured kernel writes over an input the replay reads again
-  Config cfg = config();
-  cfg.opt = 2;
-  ScopedConfig atOpt2(cfg);
+  ScopedConfig opt2(atOpt2());
   const int64_t rows = 16, cols = 96;
   Jit jit([](const std::vector<Tensor> &in) { return std::vector<Tensor>{in[0].softmax()}; });
   for (int call = 0; call < 5; ++call) {
@@ -167,14 +175,7 @@ TEST_CASE("In place: a Jit over softmax gives the function's values on every cal
     int64_t inPlace = globalCounters().inPlaceCount;
     std::vector<float> got = jit({x})[0].toVector<float>();
     if (call == 0) CHECK(globalCounters().inPlaceCount == inPlace + 1);
-    for (int64_t r = 0; r < rows; ++r) {
-      double m = -kInf, s = 0;
-      for (int64_t c = 0; c < cols; ++c) m = std::max(m, xs[static_cast<size_t>(r * cols + c)]);
-      for (int64_t c = 0; c < cols; ++c) s += std::exp(xs[static_cast<size_t>(r * cols + c)] - m);
-      for (int64_t c = 0; c < cols; ++c)
-        CHECK(got[static_cast<size_t>(r * cols + c)] ==
-              doctest::Approx(std::exp(xs[static_cast<size_t>(r * cols + c)] - m) / s).epsilon(1e-5));
-    }
+    checkSoftmax(got, xs, rows, cols);
   }
   CHECK(jit.captured());
 }
