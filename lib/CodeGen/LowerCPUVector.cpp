@@ -16,6 +16,13 @@ namespace lazyjit {
 
 using namespace llvm;
 
+namespace {
+/// `n`'s operands when it is a `kind` node (a sum's terms, an AND's conjuncts), else `n` alone.
+std::vector<NodeRef> operandsOf(const NodeRef &n, NodeKind kind) {
+  return n->kind == kind ? n->nodes : std::vector<NodeRef>{n};
+}
+} // namespace
+
 
 Value *CPUMath::vectorCall(IRBuilder<> &b, Op op, Value *a) {
   auto *vt = cast<FixedVectorType>(a->getType());
@@ -200,7 +207,7 @@ Value *CPULowerer::maskFor(const NodeRef &valid) {
 // Each lane's address: one scalar address for the lane-invariant terms of the index, plus per-lane
 // offsets (32-bit when they fit); gathers and a scattered output (Kernel::scatterOutput) use it.
 Value *CPULowerer::laneAddresses(int memIdx, Value *ptr, Type *et, const NodeRef &idx, Value *mask) {
-  std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
+  std::vector<NodeRef> terms = operandsOf(idx, NodeKind::Sum);
   std::vector<NodeRef> inv, var;
   for (const auto &t : terms) (usesVidx(*t) ? var : inv).push_back(t);
   NodeRef offsets = sumNodes(var);
@@ -226,7 +233,7 @@ Value *CPULowerer::laneAddresses(int memIdx, Value *ptr, Type *et, const NodeRef
 // assist on every vector: cat of two [2048, 1024] along axis 0 ran 36 ms, against 0.85 along axis 1.
 Value *CPULowerer::guardedLoad(const NodeRef &valid, Type *vt, const char *name,
                                const std::function<Value *(const NodeRef &laneValid)> &load) {
-  std::vector<NodeRef> conj = valid->kind == NodeKind::And ? valid->nodes : std::vector<NodeRef>{valid};
+  std::vector<NodeRef> conj = operandsOf(valid, NodeKind::And);
   std::vector<NodeRef> invValid, varValid;
   if (!valid->isNum())
     for (const auto &c : conj) (usesVidx(*c) ? varValid : invValid).push_back(c);
@@ -312,7 +319,7 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
         // value to zero made each value an induction variable of its own: the convolution's ten
         // per step were spilled, 8-13 ms where the padded copy's kernel ran in 6.)
         if (boundsReport) checkAccess(mi, asI64(render(*idx)), asI1(render(*valid)));
-        std::vector<NodeRef> terms = idx->kind == NodeKind::Sum ? idx->nodes : std::vector<NodeRef>{idx};
+        std::vector<NodeRef> terms = operandsOf(idx, NodeKind::Sum);
         int64_t c = 0;
         std::vector<NodeRef> varTerms;
         for (const auto &t : terms) {
@@ -321,7 +328,7 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
         }
         Type *mt = vb.memType(dt);
         Value *base = b.CreateGEP(mt, ptr, varTerms.empty() ? i64(0) : asI64(render(*sumNodes(varTerms))));
-        std::vector<NodeRef> conj = valid->kind == NodeKind::And ? valid->nodes : std::vector<NodeRef>{valid};
+        std::vector<NodeRef> conj = operandsOf(valid, NodeKind::And);
         std::vector<NodeRef> inner, outer;
         for (const auto &x : conj) (usesReduceIndex(*x) ? inner : outer).push_back(x);
         Value *p;

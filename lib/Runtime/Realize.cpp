@@ -40,9 +40,8 @@ std::shared_ptr<Buffer> dyingInput(const ScheduleItem &si, const Program &prg, i
   for (int idx : prg.info().writableInputs) {
     const LazyBufferRef &x = si.inputs[static_cast<size_t>(idx - 1)];
     const std::shared_ptr<Buffer> &buf = x->realized();
-    if (x.use_count() == 1 && buf.use_count() == 1 && buf->size() == size && buf->dtype() == dtype &&
-        buf->device() == si.out->device)
-      return buf;
+    // (its device is the output's: runSchedule checked every input's)
+    if (x.use_count() == 1 && buf.use_count() == 1 && buf->size() == size && buf->dtype() == dtype) return buf;
   }
   return nullptr;
 }
@@ -123,14 +122,15 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     // (allocated before the graph changes: an allocation that fails loses nothing)
     std::shared_ptr<Buffer> dst = out.outputBuffer();
     const bool fresh = !dst;
-    if (fresh) dst = std::make_shared<Buffer>(out.device, allocSize(out.shape), out.dtype());
+    const int64_t size = allocSize(out.shape);
+    if (fresh) dst = std::make_shared<Buffer>(out.device, size, out.dtype());
     out.setRealized(dst);
     out.dropOp();
     for (const auto &v : out.views.live()) v->dropOp();
     // the output over an input that dies with this kernel (the fresh block, never touched, goes
     // back to the allocator's cache)
     if (fresh && kind == Op::Store && config().reuseInputs)
-      if (std::shared_ptr<Buffer> in = dyingInput(si, *programs[i], allocSize(out.shape), out.dtype())) {
+      if (std::shared_ptr<Buffer> in = dyingInput(si, *programs[i], size, out.dtype())) {
         dst = std::move(in);
         out.setRealized(dst);
         ++globalCounters().inPlaceCount;

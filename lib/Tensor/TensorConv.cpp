@@ -337,8 +337,14 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
   // then one transposed convolution). The gradients below then see no padding.
   int64_t window = std::accumulate(HW.begin(), HW.end(), int64_t{1}, std::multiplies<>());
   bool padded = std::any_of(padding_.begin(), padding_.end(), [](int64_t p) { return p != 0; });
-  bool symmetric = true;
-  for (size_t i = 0; i + 1 < padding_.size(); i += 2) symmetric = symmetric && padding_[i] == padding_[i + 1];
+  // one padding per dimension, in HW's order, for the dimensions padded alike on both sides (the
+  // transposed convolution of the input's gradient takes one per dimension)
+  std::vector<int64_t> perDim;
+  for (size_t j = 0; j < nhw; ++j) {
+    size_t at = 2 * (nhw - 1 - j); // pad2d order: the last dimension's (begin, end) first
+    if (padding_[at] == padding_[at + 1]) perDim.push_back(padding_[at]);
+  }
+  bool symmetric = perDim.size() == nhw;
   // (the device is asked only at OPT=5, for a convolution the copy could pay for)
   auto throughMasks = [&] { return symmetric && getDevice(device()).readsPaddedConvInput(HW.back()); };
   if (layouts && padded && cout / groups * window >= 64 && !throughMasks())
@@ -350,12 +356,8 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
     fn->dilation = pairOf(dilation, nhw, "conv2d", "dilation");
     fn->kernel = HW;
     fn->pad2dPadding = padding_;
-    // the transposed convolution takes one padding per dimension: both sides must match
-    for (size_t j = 0; j < nhw; ++j) {
-      size_t at = 2 * (nhw - 1 - j); // pad2d order: the last dimension's (begin, end) first
-      if (padding_[at] == padding_[at + 1]) fn->padding.push_back(padding_[at]);
-    }
-    fn->directInput = requiresGrad() == true && fn->padding.size() == nhw;
+    fn->padding = perDim;
+    fn->directInput = requiresGrad() == true && symmetric;
     fn->directWeight = weight.requiresGrad() == true && groups == 1;
     if (fn->directInput || fn->directWeight) {
       Tensor xIn = fn->directInput ? Tensor(lazydata(), std::nullopt, false) : *this;
