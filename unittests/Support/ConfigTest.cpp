@@ -29,7 +29,7 @@ TEST_CASE("Config: defaults match the reference") {
 TEST_CASE("Config: knobs are parsed") {
   Config c = parseFrom({{"DEBUG", "3"}, {"OPT", "4"}, {"LAZYCACHE", "0"},
                         {"REDUCEOP_SPLIT_THRESHOLD", "100"}, {"THREADS", "2"},
-                        {"LAZYJIT_CACHE", "/tmp/x"}, {"LAZYJIT_CPU", "haswell"}});
+                        {"LAZYJIT_CACHE", "/tmp/x"}, {"LAZYJIT_CPU", "haswell"}, {"LAZYJIT_REUSE_INPUTS", "0"}});
   CHECK(c.debug == 3);
   CHECK(c.opt == 4);
   CHECK_FALSE(c.lazyCache);
@@ -38,6 +38,8 @@ TEST_CASE("Config: knobs are parsed") {
   CHECK(c.cacheDir == "/tmp/x");
   CHECK(c.cpu == "haswell");
   CHECK(parseFrom({}).cpu.empty()); // (the host's CPU)
+  CHECK_FALSE(c.reuseInputs);
+  CHECK(parseFrom({}).reuseInputs); // (outputs written over dying inputs by default)
 }
 
 TEST_CASE("Config: the cache directory falls back to XDG_CACHE_HOME then HOME") {
@@ -51,6 +53,10 @@ TEST_CASE("Config: a bad value is an error naming the variable") {
   CHECK_THROWS_WITH_AS(parseFrom({{"OPT", "9"}}), doctest::Contains("OPT=9 is out of range"), Error);
   CHECK_THROWS_WITH_AS(parseFrom({{"DEBUG", ""}}), doctest::Contains("DEBUG"), Error);
   CHECK_THROWS_WITH_AS(parseFrom({{"LAZYCACHE", "2"}}), doctest::Contains("LAZYCACHE"), Error);
+  CHECK_THROWS_WITH_AS(parseFrom({{"LAZYJIT_REUSE_INPUTS", "yes"}}),
+                       doctest::Contains("LAZYJIT_REUSE_INPUTS='yes' is not an integer"), Error);
+  CHECK_THROWS_WITH_AS(parseFrom({{"LAZYJIT_REUSE_INPUTS", "2"}}),
+                       doctest::Contains("LAZYJIT_REUSE_INPUTS=2 is out of range"), Error);
 }
 
 TEST_CASE("Config: ScopedConfig restores the previous configuration") {
