@@ -41,10 +41,10 @@ bool cpu_heuristics::independentOf(const Kernel &k, size_t buf, size_t axis) {
   return rs[axis] && rs[axis]->isInt() && rs[axis]->asInt() == 0;
 }
 
-bool cpu_heuristics::allFloat(const Kernel &k) {
+bool cpu_heuristics::allFloat(const Kernel &k, bool half) {
   for (const KernelOp *b : k.bufs) {
     DType dt = b->bufferDType();
-    if (dt != dtypes::float32 && dt != dtypes::float64) return false;
+    if (dt != dtypes::float32 && dt != dtypes::float64 && !(half && dt == dtypes::float16)) return false;
   }
   return true;
 }
@@ -489,11 +489,11 @@ bool stridedScatter(Kernel &k) {
 
 void applyCPUHeuristics(Kernel &k) {
   if (k.shapeLen() == 0) return;
-  if (!allFloat(k)) {
+  bool transcendental = hasTranscendental(*k.ast);
+  if (!allFloat(k) && !(allFloat(k, true) && !transcendental)) {
     columnTile(k);
     return;
   }
-  bool transcendental = hasTranscendental(*k.ast);
   bool wide = k.opts.vectorBits >= 512;
   bool concrete = varsFromAst(*k.ast).empty(); // no symbolic sizes
   auto vec = findVectorAxis(k, wide && k.reduceop && concrete ? 3 : 4);

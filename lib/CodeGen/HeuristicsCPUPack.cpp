@@ -28,6 +28,9 @@ bool canBlockReduce(const Kernel &k) {
   if (!k.reduceop || (k.reduceop->op != Op::Sum && k.reduceop->op != Op::ReduceMax)) return false;
   auto rdt = k.reduceop->kernelDType();
   if (!rdt || !(*rdt == k.bufs[0]->bufferDType())) return false;
+  // the partial sums wait in the output between blocks: exact only where memory holds what the
+  // registers do (a float16 output would round each block's partial sum)
+  if (cpu_heuristics::registerBytes(*rdt) != rdt->itemsize()) return false;
   bool reads = false;
   walkOps(*k.ast->src[0], [&](const KernelOp &op) {
     if (&op == k.reduceop) return false;
@@ -112,7 +115,7 @@ std::optional<cpu_heuristics::WholePanelShape> cpu_heuristics::wholePanelShape(c
     }
   }
   int64_t values = w.tiles * static_cast<int64_t>(nest.outCombos.size()) * w.steps * static_cast<int64_t>(nest.redCombos.size());
-  w.bytes = (values * k.bufs[buf]->bufferDType().itemsize() + 63) / 64 * 64;
+  w.bytes = (values * registerBytes(k.bufs[buf]->bufferDType()) + 63) / 64 * 64;
   return w;
 }
 
@@ -148,7 +151,7 @@ void cpu_heuristics::choosePanelPacking(Kernel &k) {
     if (std::any_of(tileAxes.begin(), tileAxes.end(), [&](int a) { return !independentOf(k, i, static_cast<size_t>(a)); }))
       continue;
     packed.push_back(i);
-    bytes += steps * combos * full[vecAxis].asInt() * k.bufs[i]->bufferDType().itemsize();
+    bytes += steps * combos * full[vecAxis].asInt() * registerBytes(k.bufs[i]->bufferDType());
   }
   if (packed.empty() || bytes < kMinPanelBytes) return;
   // too large a panel: the first reduce axis in blocks whose panels fit, where it can be blocked

@@ -20,6 +20,7 @@
 // buffer pointers and variable values and calls the (inlined) implementation over [start, end) of
 // the outer range (Kernel::outerRange, which the launcher evaluates and splits across threads).
 // Vector mode (one upcast axis as one LLVM vector) is in LowerCPUVector.cpp.
+#include "HeuristicsCPU.h"
 #include "LowerCPU.h"
 #include "LowerKernel.h"
 #include "lazyjit/Support/Error.h"
@@ -269,7 +270,7 @@ Value *CPULowerer::panelAddress(const Panel &p, Value *step, int64_t combo) {
 
 Align CPULowerer::panelAlign(DType dt) const {
   // a vector's offset in its panel is a multiple of its size; the panel is 64-byte aligned
-  uint64_t bytes = static_cast<uint64_t>(lanes * dt.itemsize());
+  uint64_t bytes = static_cast<uint64_t>(lanes * cpu_heuristics::registerBytes(dt));
   return Align(std::min<uint64_t>(64, bytes & (~bytes + 1)));
 }
 

@@ -120,7 +120,7 @@ void CPULowerer::packWhole(const std::vector<NodeRef> &idxs, Value *start, Value
     DType dt = k.bufs[bi]->bufferDType();
     auto shape = cpu_heuristics::wholePanelShape(k, nest, bi);
     LAZYJIT_INTERNAL_CHECK(shape.has_value(), "codegen: buffer {} packed whole over a symbolic shape", bi);
-    wholePanels.emplace(bi, WholePanel{bytes / dt.itemsize(), vb.regType(dt), shape->axes, shape->steps});
+    wholePanels.emplace(bi, WholePanel{bytes / cpu_heuristics::registerBytes(dt), vb.regType(dt), shape->axes, shape->steps});
     bytes += shape->bytes;
   }
   LAZYJIT_INTERNAL_CHECK(bytes == k.wholePackBytes, "codegen: whole panels of {} bytes where the kernel has {}",

@@ -256,7 +256,7 @@ Value *CPULowerer::guardedLoad(const NodeRef &valid, Type *vt, const char *name,
 
 // A gather from laneAddresses, guarded (guardedLoad).
 Value *CPULowerer::gather(int memIdx, Value *ptr, Type *et, const NodeRef &idx, const NodeRef &valid) {
-  Align align(et->getScalarSizeInBits() / 8);
+  Align align(std::max<unsigned>(1, et->getScalarSizeInBits() / 8));
   Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
   return guardedLoad(valid, vt, "gather", [&](const NodeRef &laneValid) -> Value * {
     Value *mask = laneValid ? maskFor(laneValid) : splat(b.getTrue());
@@ -294,7 +294,7 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
   if (auto it = loadCache.find(key); it != loadCache.end()) return it->second;
   Val out{nullptr, dt};
   bool alwaysValid = valid->isNum() && valid->num != 0;
-  Type *et = vb.regType(dt);
+  Type *et = vb.memType(dt); // (vector loads read memory's type; fromMemory makes registers of it)
   Align align(dt.itemsize());
   if (valid->isNum() && valid->num == 0) {
     out.v = vecZero(dt);
@@ -349,17 +349,17 @@ Val CPULowerer::laneLeaf(const KernelOp &op, const std::vector<NodeRef> &idxs, i
       }
     } else if (contiguousInVidx(idx, &base)) {
       Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
-      out.v = guardedLoad(valid, vt, "load", [&](const NodeRef &laneValid) -> Value * {
+      out.v = vb.fromMemory(guardedLoad(valid, vt, "load", [&](const NodeRef &laneValid) -> Value * {
         // (the first lane's address may be out of bounds when it is masked off: no inbounds then)
         Value *p = laneValid ? b.CreateGEP(et, ptr, asI64(render(*base))) : b.CreateInBoundsGEP(et, ptr, asI64(render(*base)));
         if (boundsReport) checkAccess(mi, laneIndices(asI64(render(*base)), lanes), laneValid ? maskFor(laneValid) : nullptr);
         if (!laneValid) return b.CreateAlignedLoad(vt, p, align);
-        return b.CreateMaskedLoad(vt, p, align, maskFor(laneValid), vecZero(dt));
-      });
+        return b.CreateMaskedLoad(vt, p, align, maskFor(laneValid), Constant::getNullValue(vt));
+      }), dt).v;
     } else if (Value *rows = alwaysValid ? transposedLoad(bi, idxs, dt) : nullptr) {
       out.v = rows;
     } else {
-      out.v = gather(mi, ptr, et, idx, valid);
+      out.v = vb.fromMemory(gather(mi, ptr, et, idx, valid), dt).v;
     }
   }
   loadCache[key] = out;
@@ -390,7 +390,7 @@ Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, D
   at[vecAxis] = numNode(0);
   Value *start = asI64(render(*access(bi, at).idx));
   int mi = k.bufs[bi]->memBuffer().idx;
-  Type *et = vb.regType(dt);
+  Type *et = vb.memType(dt);
   Type *vt = VectorType::get(et, static_cast<unsigned>(lanes), false);
   note("load buffer {}: {} rows of {} lanes, transposed in registers", mi, lanes, lanes);
   std::vector<Value *> rows;
@@ -400,6 +400,7 @@ Value *CPULowerer::transposedLoad(size_t bi, const std::vector<NodeRef> &idxs, D
     rows.push_back(b.CreateAlignedLoad(vt, b.CreateInBoundsGEP(et, bufPtrs.at(mi), first), Align(dt.itemsize())));
   }
   transposeSquare(rows);
+  for (Value *&r : rows) r = vb.fromMemory(r, dt).v;
   // every combination's vector, under the key laneLeaf looks it up by
   for (int64_t j = 0; j < lanes; ++j) {
     at = idxs;
@@ -473,9 +474,10 @@ void CPULowerer::storeOutputs(const std::vector<NodeRef> &idxs, const std::vecto
   std::vector<Value *> vals;
   for (int64_t j = 0; j < P; ++j) {
     const std::vector<NodeRef> &ix = ixs[static_cast<size_t>(j)];
-    vals.push_back(vb.convert(eval(top, ix, accs.empty() ? nullptr : &accs[static_cast<size_t>(j)], lanes), outDt, true).v);
+    vals.push_back(vb.toMemory(
+        vb.convert(eval(top, ix, accs.empty() ? nullptr : &accs[static_cast<size_t>(j)], lanes), outDt, true).v, outDt));
   }
-  Type *et = vb.regType(outDt);
+  Type *et = vb.memType(outDt);
   Value *start = asI64(render(*first));
   Value *storeMask = nullptr;
   if (Pp != P) {
@@ -508,10 +510,10 @@ std::optional<CPULowerer::OutputVector> CPULowerer::outputVector(const std::vect
     // Kernel::scatterOutput: the lanes' addresses (a store per output combination, after the reduce)
     LAZYJIT_INTERNAL_CHECK(k.scatterOutput, "codegen: the output's vector is not contiguous");
     Value *mask = valid->isNum() ? nullptr : maskFor(valid);
-    return OutputVector{nullptr, nullptr, valid, laneAddresses(0, bufPtrs[0], vb.regType(k.bufs[0]->memBuffer().dtype), idx, mask)};
+    return OutputVector{nullptr, nullptr, valid, laneAddresses(0, bufPtrs[0], vb.memType(k.bufs[0]->memBuffer().dtype), idx, mask)};
   }
   if (boundsReport) checkAccess(0, laneIndices(asI64(render(*base)), lanes), valid->isNum() ? nullptr : maskFor(valid));
-  Value *p = b.CreateInBoundsGEP(vb.regType(k.bufs[0]->memBuffer().dtype), bufPtrs[0], asI64(render(*base)));
+  Value *p = b.CreateInBoundsGEP(vb.memType(k.bufs[0]->memBuffer().dtype), bufPtrs[0], asI64(render(*base)));
   return OutputVector{p, base, valid};
 }
 
@@ -519,12 +521,13 @@ Val CPULowerer::vecLoadOutput(const std::vector<NodeRef> &idxs) {
   DType dt = k.bufs[0]->memBuffer().dtype;
   auto out = outputVector(idxs);
   if (!out) return Val{vecZero(dt), dt};
-  Type *vt = VectorType::get(vb.regType(dt), static_cast<unsigned>(lanes), false);
+  Type *vt = vb.memVector(dt, lanes);
   Align align(dt.itemsize());
+  Constant *zero = Constant::getNullValue(vt);
   if (out->lanePtrs)
-    return Val{b.CreateMaskedGather(vt, out->lanePtrs, align, out->valid->isNum() ? splat(b.getTrue()) : maskFor(out->valid), vecZero(dt)), dt};
-  if (out->valid->isNum()) return Val{b.CreateAlignedLoad(vt, out->ptr, align), dt};
-  return Val{b.CreateMaskedLoad(vt, out->ptr, align, maskFor(out->valid), vecZero(dt)), dt};
+    return vb.fromMemory(b.CreateMaskedGather(vt, out->lanePtrs, align, out->valid->isNum() ? splat(b.getTrue()) : maskFor(out->valid), zero), dt);
+  if (out->valid->isNum()) return vb.fromMemory(b.CreateAlignedLoad(vt, out->ptr, align), dt);
+  return vb.fromMemory(b.CreateMaskedLoad(vt, out->ptr, align, maskFor(out->valid), zero), dt);
 }
 
 void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
@@ -533,7 +536,7 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   if (!out) return;
   const NodeRef &valid = out->valid;
   Value *p = out->ptr;
-  Val x = vb.convert(v, outDt, true);
+  Val x{vb.toMemory(vb.convert(v, outDt, true).v, outDt), outDt};
   Align align(outDt.itemsize());
   if (out->lanePtrs) {
     note("store buffer 0: <{} x {}>, scattered", lanes, outDt.name());

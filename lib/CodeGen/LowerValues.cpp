@@ -55,7 +55,8 @@ Value *ValueBuilder::roundToHalfPrecision(Value *f, DType dt) {
   // casts carry no fast-math flags, as in the reference
   IRBuilderBase::FastMathFlagGuard noFlags(b);
   b.clearFastMathFlags();
-  if (dt == dtypes::float16) return b.CreateFPExt(b.CreateFPTrunc(f, b.getHalfTy()), b.getFloatTy());
+  if (dt == dtypes::float16)
+    return b.CreateFPExt(b.CreateFPTrunc(f, withLanesOf(b.getHalfTy(), f)), withLanesOf(b.getFloatTy(), f));
   // bfloat16: the top 16 bits of the float, rounded to nearest even; NaN stays a quiet NaN
   Value *u = b.CreateBitCast(f, b.getInt32Ty());
   Value *lsb = b.CreateAnd(b.CreateLShr(u, 16), 1);
@@ -84,8 +85,8 @@ std::vector<Val> ValueBuilder::loadVector(Value *ptr, Value *idx, DType dt, unsi
 
 Val ValueBuilder::fromMemory(Value *ld, DType dt) {
   switch (dt.scalar()) {
-  case ScalarType::Bool: return {b.CreateICmpNE(ld, b.getInt8(0)), dt};
-  case ScalarType::Float16: return {b.CreateFPExt(ld, b.getFloatTy()), dt};
+  case ScalarType::Bool: return {b.CreateICmpNE(ld, Constant::getNullValue(ld->getType())), dt};
+  case ScalarType::Float16: return {b.CreateFPExt(ld, withLanesOf(b.getFloatTy(), ld)), dt};
   case ScalarType::BFloat16:
     return {b.CreateBitCast(b.CreateShl(b.CreateZExt(ld, b.getInt32Ty()), 16), b.getFloatTy()), dt};
   default: return {ld, dt};
@@ -93,18 +94,24 @@ Val ValueBuilder::fromMemory(Value *ld, DType dt) {
 }
 
 void ValueBuilder::store(Value *ptr, Value *idx, Val v, DType bufDType) {
-  Val x = convert(v, bufDType, true);
-  Value *out = x.v;
-  switch (bufDType.scalar()) {
-  case ScalarType::Bool: out = b.CreateZExt(out, b.getInt8Ty()); break;
-  case ScalarType::Float16: out = b.CreateFPTrunc(out, b.getHalfTy()); break;
-  case ScalarType::BFloat16:
-    out = b.CreateTrunc(b.CreateLShr(b.CreateBitCast(out, b.getInt32Ty()), 16), b.getInt16Ty());
-    break;
-  default: break;
-  }
+  Value *out = toMemory(convert(v, bufDType, true).v, bufDType);
   Type *mt = memType(bufDType);
   b.CreateAlignedStore(out, b.CreateInBoundsGEP(mt, ptr, idx), Align(bufDType.itemsize()));
+}
+
+Value *ValueBuilder::toMemory(Value *out, DType dt) {
+  switch (dt.scalar()) {
+  case ScalarType::Bool: return b.CreateZExt(out, withLanesOf(b.getInt8Ty(), out));
+  case ScalarType::Float16: return b.CreateFPTrunc(out, withLanesOf(b.getHalfTy(), out));
+  case ScalarType::BFloat16:
+    return b.CreateTrunc(b.CreateLShr(b.CreateBitCast(out, withLanesOf(b.getInt32Ty(), out)), 16),
+                         withLanesOf(b.getInt16Ty(), out));
+  default: return out;
+  }
+}
+
+VectorType *ValueBuilder::memVector(DType dt, int64_t lanes) const {
+  return FixedVectorType::get(memType(dt), static_cast<unsigned>(lanes));
 }
 
 namespace {

@@ -80,6 +80,17 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
   xtInt.realize();
   gInt.realize();
   Tensor g5 = rnd({512, 160}, 35), xtBatch = rnd({2, 512, 256}, 33), gBatch = rnd({2, 512, 256}, 34);
+  // float16 buffers hold small integers too: float32 lanes sum them exactly in any order, so the
+  // tiled kernels' half results equal NOOPT's bit for bit
+  auto halfInts = [](const Tensor &t) {
+    Tensor h = t.mul(4).floor().cast(dtypes::float16);
+    h.realize();
+    return h;
+  };
+  Tensor aH = halfInts(a), bH = halfInts(b), xtH = halfInts(xtBig), gH = halfInts(gBig), imgH = halfInts(img),
+         wH = halfInts(w);
+  // (0..3: sums of 4096 products pass 8192, where float16 holds multiples of 8 only)
+  Tensor longKH = halfInts(longK.add(0.5)), longKbH = halfInts(longKb.add(0.5));
   std::vector<Case> cases = {
       // B (buffer 2) is packed once per column block (axis 0) and read by every row block
       {"matmul 64x160 @ 160x96", [&] { return a.matmul(b); }, true, "packs buffers [2] before axis 1"},
@@ -112,6 +123,16 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       {"A^T @ B^T", [&] { return xt.transpose(0, 1).matmul(lin.transpose(0, 1)); }, true},
       {"A @ B^T with 25 columns (gathered and masked)", [&] { return a.matmul(lin25.transpose(0, 1)); }, true},
       {"float64 matmul", [&] { return a64.matmul(b64); }, true},
+      // float16 inputs: read as half vectors, computed and packed as float32 lanes (a panel of
+      // float16 values takes float32's bytes: LowerValues.h)
+      {"float16 matmul: B's panel holds float32 lanes", [&] { return aH.matmul(bH); }, true, "packs buffers [2] before axis 1"},
+      {"float16 A^T @ B: A packed whole as float32 (512 KiB of scratch for 256 KiB of half)",
+       [&] { return xtH.transpose(0, 1).matmul(gH); }, true, "packs buffers [1] whole before the loops (512 KiB"},
+      {"float16 conv2d 3x3 pad 1", [&] { return imgH.conv2d(wH, std::nullopt, 1, {1}, {1}, {1}); }, true},
+      // the partial sums of a reduce in blocks would wait in a float16 output, rounded after every
+      // block (sums past 2048 lose their odd integers): K = 4096 runs whole, unpacked
+      {"float16 matmul with K = 4096: no blocks of the reduce", [&] { return longKH.matmul(longKbH); }, false, nullptr,
+       "in blocks of"},
       {"max over a broadcast product", [&] { return a.reshape({64, 160, 1}).mul(b.reshape({1, 160, 96})).max(std::vector<int64_t>{1}); }, true},
       // output rows of 28 would be padded to 32 lanes: the vector runs along the 32 output channels
       // instead (the weights gathered into the panel), 8 pixels of a row per tile, each pixel's
