@@ -19,7 +19,7 @@ namespace lazyjit::cpu_heuristics {
 /// those decide the register tile and the panels.
 std::vector<bool> reduceInputs(const Kernel &k);
 
-/// Whether every buffer is float32 or float64 (or, with `half`, float16 too).
+/// Whether every buffer is float32 or float64 (or, with `half`, float16 or bfloat16 too).
 bool allFloat(const Kernel &k, bool half = false);
 
 /// The bytes of one of `dt`'s values in a register, and so in a packed panel: float16 and

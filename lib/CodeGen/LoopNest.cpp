@@ -98,8 +98,10 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
   for (const KernelOp *x : ops) {
     switch (opTypeOf(x->op)) {
     case OpType::Buffer:
-      // (float16 buffers are read and written as half vectors, computed in float32 lanes)
-      if (!floating(x->bufferDType()) && x->bufferDType() != dtypes::float16) return false;
+      // (float16 and bfloat16 buffers are read and written as vectors of their own, computed in
+      // float32 lanes)
+      if (!floating(x->bufferDType()) && x->bufferDType() != dtypes::float16 && x->bufferDType() != dtypes::bfloat16)
+        return false;
       break;
     case OpType::Movement:
     case OpType::Load: return false; // (a row value's EXPAND is the caller's)

@@ -58,12 +58,13 @@ Value *ValueBuilder::roundToHalfPrecision(Value *f, DType dt) {
   if (dt == dtypes::float16)
     return b.CreateFPExt(b.CreateFPTrunc(f, withLanesOf(b.getHalfTy(), f)), withLanesOf(b.getFloatTy(), f));
   // bfloat16: the top 16 bits of the float, rounded to nearest even; NaN stays a quiet NaN
-  Value *u = b.CreateBitCast(f, b.getInt32Ty());
+  Value *u = b.CreateBitCast(f, withLanesOf(b.getInt32Ty(), f));
+  auto c = [&](uint32_t v) { return ConstantInt::get(u->getType(), v); }; // (a splat for vectors)
   Value *lsb = b.CreateAnd(b.CreateLShr(u, 16), 1);
-  Value *rounded = b.CreateAnd(b.CreateAdd(b.CreateAdd(u, b.getInt32(0x7fff)), lsb), b.getInt32(0xffff0000u));
-  Value *nan = b.CreateOr(b.CreateAnd(u, b.getInt32(0xffff0000u)), b.getInt32(0x400000));
+  Value *rounded = b.CreateAnd(b.CreateAdd(b.CreateAdd(u, c(0x7fff)), lsb), c(0xffff0000u));
+  Value *nan = b.CreateOr(b.CreateAnd(u, c(0xffff0000u)), c(0x400000));
   Value *isNan = b.CreateFCmpUNO(f, f);
-  return b.CreateBitCast(b.CreateSelect(isNan, nan, rounded), b.getFloatTy());
+  return b.CreateBitCast(b.CreateSelect(isNan, nan, rounded), f->getType());
 }
 
 Val ValueBuilder::load(Value *ptr, Value *idx, DType dt, bool aligned) {
@@ -88,7 +89,9 @@ Val ValueBuilder::fromMemory(Value *ld, DType dt) {
   case ScalarType::Bool: return {b.CreateICmpNE(ld, Constant::getNullValue(ld->getType())), dt};
   case ScalarType::Float16: return {b.CreateFPExt(ld, withLanesOf(b.getFloatTy(), ld)), dt};
   case ScalarType::BFloat16:
-    return {b.CreateBitCast(b.CreateShl(b.CreateZExt(ld, b.getInt32Ty()), 16), b.getFloatTy()), dt};
+    return {b.CreateBitCast(b.CreateShl(b.CreateZExt(ld, withLanesOf(b.getInt32Ty(), ld)), 16),
+                            withLanesOf(b.getFloatTy(), ld)),
+            dt};
   default: return {ld, dt};
   }
 }

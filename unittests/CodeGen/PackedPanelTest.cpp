@@ -82,13 +82,20 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
   Tensor g5 = rnd({512, 160}, 35), xtBatch = rnd({2, 512, 256}, 33), gBatch = rnd({2, 512, 256}, 34);
   // float16 buffers hold small integers too: float32 lanes sum them exactly in any order, so the
   // tiled kernels' half results equal NOOPT's bit for bit
-  auto halfInts = [](const Tensor &t) {
-    Tensor h = t.mul(4).floor().cast(dtypes::float16);
+  auto halfInts = [](const Tensor &t, DType dt = dtypes::float16) {
+    Tensor h = t.mul(4).floor().cast(dt);
     h.realize();
     return h;
   };
   Tensor aH = halfInts(a), bH = halfInts(b), xtH = halfInts(xtBig), gH = halfInts(gBig), imgH = halfInts(img),
          wH = halfInts(w);
+  Tensor aB = halfInts(a, dtypes::bfloat16), bB = halfInts(b, dtypes::bfloat16), xtB = halfInts(xtBig, dtypes::bfloat16),
+         gB = halfInts(gBig, dtypes::bfloat16);
+  // x @ I is x exactly in any order; times 1.37 it must round to float16 / bfloat16 in the vector
+  // store as the scalar path rounds it (bfloat16: to nearest even by hand, LowerValues.cpp)
+  Tensor aHalf = a.cast(dtypes::float16), aBf = a.cast(dtypes::bfloat16);
+  Tensor eyeH = Tensor::eye(160).cast(dtypes::float16), eyeB = Tensor::eye(160).cast(dtypes::bfloat16);
+  for (Tensor *t : {&aHalf, &aBf, &eyeH, &eyeB}) t->realize();
   // (0..3: sums of 4096 products pass 8192, where float16 holds multiples of 8 only)
   Tensor longKH = halfInts(longK.add(0.5)), longKbH = halfInts(longKb.add(0.5));
   std::vector<Case> cases = {
@@ -129,6 +136,11 @@ TEST_CASE("Packed panels: kernels that pack their panel compute what the unoptim
       {"float16 A^T @ B: A packed whole as float32 (512 KiB of scratch for 256 KiB of half)",
        [&] { return xtH.transpose(0, 1).matmul(gH); }, true, "packs buffers [1] whole before the loops (512 KiB"},
       {"float16 conv2d 3x3 pad 1", [&] { return imgH.conv2d(wH, std::nullopt, 1, {1}, {1}, {1}); }, true},
+      {"bfloat16 matmul", [&] { return aB.matmul(bB); }, true, "packs buffers [2] before axis 1"},
+      {"float16 x @ I * 1.37: rounded as stored", [&] { return aHalf.matmul(eyeH).mul(1.37); }, true},
+      {"bfloat16 x @ I * 1.37: rounded as stored", [&] { return aBf.matmul(eyeB).mul(1.37); }, true},
+      {"bfloat16 A^T @ B: A packed whole", [&] { return xtB.transpose(0, 1).matmul(gB); }, true,
+       "packs buffers [1] whole before the loops (512 KiB"},
       // the partial sums of a reduce in blocks would wait in a float16 output, rounded after every
       // block (sums past 2048 lose their odd integers): K = 4096 runs whole, unpacked
       {"float16 matmul with K = 4096: no blocks of the reduce", [&] { return longKH.matmul(longKbH); }, false, nullptr,
