@@ -66,10 +66,11 @@ void applyCPURowHeuristics(Kernel &k) {
   // output is large (it is not read again by this kernel; the row's inputs are) and its rows are
   // whole cache lines: one vector per line on AVX-512, two on AVX2 (consecutive stores, which the
   // write-combining buffer merges into one line)
+  // (float16 and bfloat16 rows too: their lanes are float32 registers, as many as float32's)
   DType out = k.bufs[0]->bufferDType();
-  if (!(out == dtypes::float32 || out == dtypes::float64) || !allFloat(k)) return;
+  if (!allFloat(k, true)) return;
   const SInt &last = k.fullShape().back();
-  int64_t lanes = std::min<int64_t>(k.opts.vectorBits / 8, 64) / out.itemsize();
+  int64_t lanes = std::min<int64_t>(k.opts.vectorBits / 8, 64) / cpu_heuristics::registerBytes(out);
   if (static_cast<int>(k.shapeLen()) <= k.rowStart || !last.isInt() || last.asInt() < lanes) return;
   // a single row axis may end in a scalar tail; the last of several must be whole vectors
   bool whole = last.asInt() % lanes == 0;
@@ -91,7 +92,7 @@ void applyCPURowHeuristics(Kernel &k) {
 void chooseRowPipelining(Kernel &k) {
   k.rowPipelined = false;
   if (!k.streamingStores || k.reduceop || !k.rowScratch) return;
-  int64_t rowBytes = k.bufs[0]->bufferDType().itemsize();
+  int64_t rowBytes = cpu_heuristics::registerBytes(k.bufs[0]->bufferDType()); // (the scratch holds registers)
   for (size_t a = static_cast<size_t>(k.rowStart); a < k.shapeLen(); ++a) {
     if (!k.fullShape()[a].isInt()) return;
     rowBytes *= k.fullShape()[a].asInt();
@@ -100,7 +101,8 @@ void chooseRowPipelining(Kernel &k) {
   std::vector<const KernelOp *> passes = rowPasses(k);
   if (passes.empty()) return;
   const KernelOp *last = passes.back();
-  if (!isFloat(last->kernelDType()) || !rowPassInVectors(k, last->src[0].get())) return;
+  auto lastDt = last->kernelDType();
+  if (!lastDt || !lastDt->isFloating() || !rowPassInVectors(k, last->src[0].get())) return;
   if (!rowPassInVectors(k, k.bufs[0]->src[0].get())) return;
   // the first pass also keeps the folded reduces' moments, in vectors as well
   if (passes.size() == 1)

@@ -115,7 +115,9 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
     if (isTranscendental(x->op)) {
       std::optional<DType> dt = x->kernelDType();
       LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} without a dtype in a kernel AST", opName(x->op));
-      if (!vectorMathFn(x->op, *dt, lanes, o.vectorBits, o.vectorMath)) return false;
+      // (float16 and bfloat16 lanes are float32 registers)
+      DType lane = *dt == dtypes::float16 || *dt == dtypes::bfloat16 ? dtypes::float32 : *dt;
+      if (!vectorMathFn(x->op, lane, lanes, o.vectorBits, o.vectorMath)) return false;
     }
   }
   return true;

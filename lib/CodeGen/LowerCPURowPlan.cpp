@@ -104,7 +104,7 @@ void CPULowerer::prefetchNextRow(const std::vector<NodeRef> &vix) {
     if (!contiguousInVidx(access(bi, vix).idx, &base)) continue;
     NodeRef nextBase;
     if (!contiguousInVidx(access(bi, next).idx, &nextBase)) continue;
-    Type *et = vb.regType(x->memBuffer().dtype);
+    Type *et = vb.memType(x->memBuffer().dtype);
     Value *p = b.CreateGEP(et, bufPtrs.at(x->memBuffer().idx), asI64(render(*nextBase)));
     b.CreateIntrinsic(Intrinsic::prefetch, {p->getType()}, {p, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
   }
