@@ -35,6 +35,13 @@ std::vector<bool> cpu_heuristics::reduceInputs(const Kernel &k) {
   return in;
 }
 
+namespace {
+// Whether buffer `buf`'s validity (not only its index) moves along `axis`.
+bool maskedAlong(const Kernel &k, size_t buf, size_t axis) {
+  return !k.sts[buf].realStrides(false)[axis] && k.sts[buf].realStrides(true)[axis];
+}
+} // namespace
+
 // Whether neither the index nor the validity of buffer `buf` moves along `axis`.
 bool cpu_heuristics::independentOf(const Kernel &k, size_t buf, size_t axis) {
   auto rs = k.sts[buf].realStrides(false);
@@ -541,13 +548,18 @@ void applyCPUHeuristics(Kernel &k) {
   // a row reduction over a contiguous axis is vectorized by LLVM along the reduce loop, unless
   // that axis is shorter than a vector (a depthwise convolution's window: the output's axis is the
   // vector then; 3 x 3 over [32, 64, 56, 56] with padding 1 13.3 -> 1.6-1.8 ms, 5 x 5 67 -> 10-12)
+  // or an input's validity changes along it (a window sliding over padding: cumsum's pool, where
+  // LLVM kept the reduce loop scalar; the output's axis as the vector reads it with masked loads)
   // (the tile axis is found before padding: a second mask on a padded input hides its strides)
   std::optional<size_t> tile = k.reduceop ? findTileAxis(k, *vec) : std::nullopt;
   if (k.reduceop) {
     size_t lastRed = k.shapeLen() - k.upcasted - 1;
     bool contiguousReduce = unitOrBroadcastAlong(k, lastRed);
     bool shortReduce = isIntSize(k, lastRed) && k.fullShape()[lastRed].asInt() < 8;
-    if (contiguousReduce && !tile && !shortReduce) return;
+    bool maskedReduce = false;
+    for (size_t i = 1; i < k.bufs.size(); ++i)
+      maskedReduce = maskedReduce || (k.bufs[i]->op != Op::Const && maskedAlong(k, i, lastRed));
+    if (contiguousReduce && !tile && !shortReduce && !maskedReduce) return;
   }
 
   if (tile && scatterTile(k, *vec, *tile)) return;
