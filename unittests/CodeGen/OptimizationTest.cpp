@@ -35,32 +35,37 @@ std::vector<float> runWith(bool noopt, const std::function<Tensor()> &build, std
         auto sig = describeKernel(si.ast, TargetSpec::host(), CompileOptions::from(config()));
         opts->insert(opts->end(), sig.opts.begin(), sig.opts.end());
       }
-  return t.toVector<float>();
+  // (realized first: a cast fused into the kernel would store float32, not the dtype's values)
+  t.realize();
+  return t.cast(dtypes::float32).toVector<float>();
 }
 
-Tensor rnd(Shape s, uint64_t seed) {
+// Uniform in [-0.5, 0.5), of dtype `dt` (rounded to it from float32).
+Tensor rnd(Shape s, uint64_t seed, DType dt = dtypes::float32) {
   Tensor::manualSeed(seed);
   Tensor t = Tensor::rand(s).sub(0.5);
+  if (dt != dtypes::float32) t = t.cast(dt);
   t.realize();
   return t;
 }
 
-} // namespace
-
-TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on random inputs") {
-  Tensor a = rnd({64, 48}, 1), b = rnd({48, 96}, 2), c = rnd({96}, 3);
-  Tensor odd1 = rnd({13, 7}, 4), odd2 = rnd({7, 20}, 5);
-  Tensor img = rnd({2, 5, 9, 12}, 6), w = rnd({8, 5, 3, 3}, 7);
-  Tensor col = rnd({33, 40}, 8), big = rnd({3, 64, 64}, 9);
-  Tensor lin = rnd({96, 48}, 10), odd3 = rnd({13, 48}, 16);
-  Tensor img20 = rnd({2, 3, 24, 24}, 17), w5 = rnd({6, 3, 5, 5}, 18), cols25 = rnd({48, 25}, 19);
-  Tensor gx = rnd({2, 8, 10, 10}, 20), gw = rnd({16, 8, 3, 3}, 21);
+// Every program below with inputs of `dt`, optimized against NOOPT: equal within `tol` relative to
+// max(1, |value|). In float16 and bfloat16 the kernels compute in float32 lanes as NOOPT's do, in
+// another order: rounded to the dtype, the results may be neighbours (`tol` is an ulp at 1).
+void checkOptimizedCases(DType dt, float tol) {
+  Tensor a = rnd({64, 48}, 1, dt), b = rnd({48, 96}, 2, dt), c = rnd({96}, 3, dt);
+  Tensor odd1 = rnd({13, 7}, 4, dt), odd2 = rnd({7, 20}, 5, dt);
+  Tensor img = rnd({2, 5, 9, 12}, 6, dt), w = rnd({8, 5, 3, 3}, 7, dt);
+  Tensor col = rnd({33, 40}, 8, dt), big = rnd({3, 64, 64}, 9, dt);
+  Tensor lin = rnd({96, 48}, 10, dt), odd3 = rnd({13, 48}, 16, dt);
+  Tensor img20 = rnd({2, 3, 24, 24}, 17, dt), w5 = rnd({6, 3, 5, 5}, 18, dt), cols25 = rnd({48, 25}, 19, dt);
+  Tensor gx = rnd({2, 8, 10, 10}, 20, dt), gw = rnd({16, 8, 3, 3}, 21, dt);
   Tensor mask = rnd({64, 96}, 22).gt(0);
-  Tensor sq = rnd({96, 96}, 23), t4 = rnd({2, 16, 8, 12}, 24);
-  Tensor dw = rnd({8, 1, 3, 3}, 25), dwx = rnd({2, 8, 12, 16}, 26);
+  Tensor sq = rnd({96, 96}, 23, dt), t4 = rnd({2, 16, 8, 12}, 24, dt);
+  Tensor dw = rnd({8, 1, 3, 3}, 25, dt), dwx = rnd({2, 8, 12, 16}, 26, dt);
   Tensor a64 = a.cast(dtypes::float64);
   a64.realize();
-  Tensor runs = rnd({6, 40, 12}, 27);
+  Tensor runs = rnd({6, 40, 12}, 27, dt);
   // a conv layer's input or weight gradient (relu keeps the output gradient a real buffer)
   auto convGrad = [&](bool input) {
     Tensor x = gx.detach().setRequiresGrad(true), w = gw.detach().setRequiresGrad(true);
@@ -126,12 +131,23 @@ TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on ra
       CHECK_MESSAGE(found, "expected the optimization to be applied");
     }
     for (size_t i = 0; i < ref.size(); ++i) {
-      if (std::fabs(ref[i] - opt[i]) > 1e-4f * std::max(1.0f, std::fabs(ref[i]))) {
+      if (std::fabs(ref[i] - opt[i]) > tol * std::max(1.0f, std::fabs(ref[i]))) {
         FAIL_CHECK("element ", i, ": noopt=", ref[i], " opt=", opt[i]);
         break;
       }
     }
   }
+}
+
+} // namespace
+
+TEST_CASE("CPU optimizations: optimized kernels equal the unoptimized ones on random inputs") {
+  checkOptimizedCases(dtypes::float32, 1e-4f);
+}
+
+TEST_CASE("CPU optimizations: the same programs in float16 and bfloat16 (half vectors) equal NOOPT's") {
+  checkOptimizedCases(dtypes::float16, 1.0f / 1024);
+  checkOptimizedCases(dtypes::bfloat16, 1.0f / 128);
 }
 
 TEST_CASE("CPU optimizations: a matmul kernel is tiled and its options are reported") {
