@@ -1,5 +1,6 @@
 // Reductions: sum/max/min over single, multiple and negative axes with keepdim, in several dtypes
 // and on empty tensors; mean/var/std; softmax/logSoftmax; argmax/argmin; cumsum, short and long.
+#include "KernelTestUtil.h"
 #include "TensorTestUtil.h"
 
 using namespace lazyjit;
@@ -293,6 +294,49 @@ TEST_CASE("Tensor reduce: cumsum along each axis, short and beyond the 512 split
     expectExact(make(l2, {2, 600}, dev).cumsum(1), {2, 600}, hostCumsum(l2, {2, 600}, 1));
     expectExact(make(l2, {600, 2}, dev, dtypes::int32).cumsum(0), {600, 2},
                 hostCumsum(l2, {600, 2}, 0));
+  }
+}
+
+TEST_CASE("Tensor reduce: at OPT=5 a cumsum along another axis than the last sums a copy with that axis last") {
+  // the same values as OPT=2's graph (small integers: exact in any order), with one more kernel
+  // (the transposing copy) where the windows' work outweighs it, and none for small tensors
+  auto kernels = [](const Tensor &t) {
+    int n = 0;
+    for (const auto &si : schedule(t.lazydata())) n += si.isKernel();
+    return n;
+  };
+  Vals v = randInts(600 * 40, 98, -3, 3);
+  for (const std::string &dev : devices()) {
+    CAPTURE(dev);
+    for (int64_t axis : {0, 1}) {
+      CAPTURE(axis);
+      Ints shape = axis == 0 ? Ints{600, 40} : Ints{40, 600};
+      Tensor x = make(v, shape, dev);
+      int opt2Kernels = 0, opt5Kernels = 0;
+      std::vector<double> want, got;
+      {
+        AtOpt opt(2);
+        Tensor y = x.cumsum(axis);
+        opt2Kernels = kernels(y);
+        want = y.toVector<double>();
+      }
+      AtOpt opt(5);
+      Tensor y = x.cumsum(axis);
+      opt5Kernels = kernels(y);
+      got = y.toVector<double>();
+      CHECK(got == want);
+      // along axis 0 (not the last) the copy comes first; along the last axis nothing changes
+      CHECK(opt5Kernels == opt2Kernels + (axis == 0 ? 1 : 0));
+    }
+    // 3 x 40 along axis 0: windows of 3, too little work to pay for a copy
+    Tensor small = make(Vals(v.begin(), v.begin() + 120), {3, 40}, dev);
+    int opt2 = 0;
+    {
+      AtOpt opt(2);
+      opt2 = kernels(small.cumsum(0));
+    }
+    AtOpt opt(5);
+    CHECK(kernels(small.cumsum(0)) == opt2);
   }
 }
 

@@ -15,17 +15,18 @@ struct Config;
 /// one kernel), on devices that lower such kernels, and `convLayouts` (TensorConv.cpp: a
 /// convolution's padded input written out once, its input gradient as one transposed convolution
 /// instead of a window-sized intermediate summed back by a second kernel, and its weight gradient
-/// over the output's gradient written out channels-last).
+/// over the output's gradient written out channels-last) and `scanLayouts` (TensorReduce.cpp: a
+/// cumsum along an axis other than the last sums a copy with that axis moved last).
 struct FusionFlags {
   bool removeMovementNops, mergeElementwiseIntoReduce, shuffleMovementOps, mergeElementwiseOps;
   bool mergeOneReduceIntoElementwise, shufflePadOps, pushPermutes, pushContiguous, pushReshapes;
-  bool rowFusion, convLayouts;
+  bool rowFusion, convLayouts, scanLayouts;
   /// The flags of OPT level `opt` (every Tensor op asks a few times: inline, no call). Level 5 is
   /// row fusion over level 2's decisions: the movement-op pushing of levels 3 and 4 gives the
   /// CPU's convolution kernels layouts they run 1.6x slower (W10: 782 vs 482 ms/step).
   static constexpr FusionFlags forLevel(int l) {
     bool push = l == 3 || l == 4;
-    return FusionFlags{l >= 1, l >= 1, l >= 1, l >= 1, l >= 2, l >= 2, push, push, l == 4, l >= 5, l >= 5};
+    return FusionFlags{l >= 1, l >= 1, l >= 1, l >= 1, l >= 2, l >= 2, push, push, l == 4, l >= 5, l >= 5, l >= 5};
   }
   bool operator==(const FusionFlags &) const = default;
 };
