@@ -1,5 +1,5 @@
 // What the CPU heuristics' files share (HeuristicsCPU.cpp, HeuristicsCPUPack.cpp,
-// HeuristicsCPUTiles.cpp).
+// HeuristicsCPUTiles.cpp, HeuristicsCPUDot.cpp).
 #pragma once
 
 #include "lazyjit/CodeGen/Kernel.h"
@@ -69,6 +69,10 @@ bool gatherVectorize(Kernel &k); ///< a reduce read through a view stack: gather
 bool transposeTile(Kernel &k);   ///< an element-wise transpose: an unrolled 8 x 8 tile
 bool columnTile(Kernel &k);      ///< a non-float column reduce: the output axis upcast in scalars
 bool blockRowRuns(Kernel &k);    ///< a reduce over short contiguous runs: 8 outputs' runs in a row
+
+/// The dot-product tiles of HeuristicsCPUDot.cpp; each returns whether it applied.
+bool tileDotProducts(Kernel &k, bool wide); ///< x @ w.T: rows x cols outputs share each loaded vector
+bool reduceVectorize(Kernel &k);            ///< a short contiguous reduce axis as the vector (a weight gradient)
 
 /// Packed panels for a register-tiled reduce (HeuristicsCPUPack.cpp): the reduce's inputs that move
 /// along the vector axis and not along the tile's rows are copied once per value of the global

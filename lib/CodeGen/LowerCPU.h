@@ -1,5 +1,6 @@
-// The CPU kernel lowerer, shared by its two halves: LowerCPU.cpp (loops, accumulators, stores and
-// the entry points) and LowerCPUVector.cpp (vector mode: one upcast axis as one LLVM vector).
+// The CPU kernel lowerer, shared by its parts: LowerCPU.cpp (loops, accumulators, stores and the
+// entry points), LowerCPUVector.cpp (vector mode: one upcast axis as one LLVM vector) and
+// LowerCPUMath.cpp (vector mode's math), LowerCPUPack.cpp and LowerCPURow*.cpp.
 // Private to lib/CodeGen.
 #pragma once
 
@@ -32,7 +33,7 @@ private:
   llvm::Value *vectorCall(llvm::IRBuilder<> &b, Op op, llvm::Value *x);
 };
 
-/// exp2 of a <N x float> computed inline (no libmvec call); row kernels use it (LowerCPUVector.cpp).
+/// exp2 of a <N x float> computed inline (no libmvec call); row kernels use it (LowerCPUMath.cpp).
 /// `avx512`: the target has AVX-512F (2^k is applied with vscalefps); `dq`: also AVX512DQ (the
 /// fraction comes from vreduceps).
 llvm::Value *inlineExp2F32(llvm::IRBuilder<> &b, llvm::Value *x, bool avx512, bool dq);

@@ -1,6 +1,6 @@
 // glibc's vector math (libmvec) on x86-64 Linux: the vector variants of the C math calls CPU
 // kernels make. One table serves the loop vectorizer's mapping (Compiler.cpp adds it to the
-// TargetLibraryInfo) and vector mode's direct calls (LowerCPUVector.cpp), so both call the same
+// TargetLibraryInfo) and vector mode's direct calls (LowerCPUMath.cpp), so both call the same
 // code.
 #pragma once
 
