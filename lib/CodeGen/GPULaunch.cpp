@@ -71,7 +71,7 @@ int64_t maxBound(const SInt &s) {
 
 int64_t sharedElementBytes(DType dt) {
   if (dt.isBool()) return 1;
-  if (dt == dtypes::float16 || dt == dtypes::bfloat16) return 4;
+  if (dt.isHalfWidth()) return 4;
   return dt.itemsize();
 }
 

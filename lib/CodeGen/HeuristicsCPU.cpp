@@ -52,8 +52,7 @@ bool cpu_heuristics::independentOf(const Kernel &k, size_t buf, size_t axis) {
 bool cpu_heuristics::allFloat(const Kernel &k, bool half) {
   for (const KernelOp *b : k.bufs) {
     DType dt = b->bufferDType();
-    if (dt != dtypes::float32 && dt != dtypes::float64 && !(half && (dt == dtypes::float16 || dt == dtypes::bfloat16)))
-      return false;
+    if (dt != dtypes::float32 && dt != dtypes::float64 && !(half && dt.isHalfWidth())) return false;
   }
   return true;
 }

@@ -25,7 +25,7 @@ bool allFloat(const Kernel &k, bool half = false);
 /// The bytes of one of `dt`'s values in a register, and so in a packed panel: float16 and
 /// bfloat16 are computed as float32 (LowerValues.h), other dtypes as stored.
 inline int64_t registerBytes(DType dt) {
-  return dt == dtypes::float16 || dt == dtypes::bfloat16 ? 4 : dt.itemsize();
+  return dt.isHalfWidth() ? 4 : dt.itemsize();
 }
 
 /// The output's size in bytes (0 when symbolic).

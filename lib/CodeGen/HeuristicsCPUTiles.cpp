@@ -80,7 +80,7 @@ bool cpu_heuristics::transposeTile(Kernel &k) {
   bool square = ro == ra;
   for (size_t i = 0; i < k.bufs.size() && square; ++i) {
     DType dt = k.bufs[i]->bufferDType();
-    square = dt == dtypes::float32 || dt == dtypes::float64 || dt == dtypes::float16 || dt == dtypes::bfloat16;
+    square = dt == dtypes::float32 || dt == dtypes::float64 || dt.isHalfWidth();
     if (!square || i == 0 || k.bufs[i]->op == Op::Const) continue;
     auto so = strideOf(k, i, static_cast<size_t>(o));
     if (so && (*so == 0 || *so == 1)) continue;

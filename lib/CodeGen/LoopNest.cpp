@@ -100,8 +100,7 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
     case OpType::Buffer:
       // (float16 and bfloat16 buffers are read and written as vectors of their own, computed in
       // float32 lanes)
-      if (!floating(x->bufferDType()) && x->bufferDType() != dtypes::float16 && x->bufferDType() != dtypes::bfloat16)
-        return false;
+      if (!floating(x->bufferDType()) && !x->bufferDType().isHalfWidth()) return false;
       break;
     case OpType::Movement:
     case OpType::Load: return false; // (a row value's EXPAND is the caller's)
@@ -116,7 +115,7 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
       std::optional<DType> dt = x->kernelDType();
       LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} without a dtype in a kernel AST", opName(x->op));
       // (float16 and bfloat16 lanes are float32 registers)
-      DType lane = *dt == dtypes::float16 || *dt == dtypes::bfloat16 ? dtypes::float32 : *dt;
+      DType lane = dt->isHalfWidth() ? dtypes::float32 : *dt;
       if (!vectorMathFn(x->op, lane, lanes, o.vectorBits, o.vectorMath)) return false;
     }
   }

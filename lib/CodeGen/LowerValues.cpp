@@ -166,7 +166,7 @@ Val ValueBuilder::convert(Val x, DType to, bool exact) {
   DType from = x.dt;
   Type *tt = withLanesOf(regType(to), x.v);
   auto finish = [&](Value *v) -> Val {
-    if (exact && (to == dtypes::float16 || to == dtypes::bfloat16)) v = roundToHalfPrecision(v, to);
+    if (exact && to.isHalfWidth()) v = roundToHalfPrecision(v, to);
     return {v, to};
   };
   if (from == to) return finish(x.v);

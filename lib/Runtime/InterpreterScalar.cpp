@@ -44,7 +44,7 @@ Value normalize(Value v, DType dt) {
 // Wraps an ALU result to the dtype's width; float16/bfloat16 stay in float32 precision until
 // they are stored or cast.
 Value aluNormalize(Value v, DType dt) {
-  if (dt == dtypes::float16 || dt == dtypes::bfloat16) {
+  if (dt.isHalfWidth()) {
     v.f = static_cast<float>(v.f);
     return v;
   }

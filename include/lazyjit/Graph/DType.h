@@ -47,6 +47,8 @@ public:
   }
   /// Any floating-point storage, bfloat16 included.
   constexpr bool isFloating() const { return isFloat() || t == ScalarType::BFloat16; }
+  /// float16 or bfloat16: stored in 16 bits, computed in float32 registers by every backend.
+  constexpr bool isHalfWidth() const { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
   /// dtypes.is_int: signed and unsigned integers (not bool).
   constexpr bool isInt() const { return t >= ScalarType::Int8 && t <= ScalarType::UInt64; }
   constexpr bool isUnsigned() const {
