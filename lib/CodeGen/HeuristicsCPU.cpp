@@ -378,7 +378,7 @@ void applyCPUHeuristics(Kernel &k) {
   // float16 and bfloat16 kernels, computed in float32 lanes, take the float kernels' tiles (a
   // 1024^3 float16 matmul 5.5 -> 96 GFLOP/s), but with exp2/log2/sin they keep the column tile,
   // whose loops LLVM vectorizes at a copy's speed (2048 x 2048 float16 exp: 0.9 ms, x * 2: 0.6)
-  if (!allFloat(k) && !(allFloat(k, true) && !transcendental)) {
+  if (!allFloat(k, !transcendental)) {
     columnTile(k);
     return;
   }

@@ -30,7 +30,7 @@ bool canBlockReduce(const Kernel &k) {
   if (!rdt || !(*rdt == k.bufs[0]->bufferDType())) return false;
   // the partial sums wait in the output between blocks: exact only where memory holds what the
   // registers do (a float16 output would round each block's partial sum)
-  if (cpu_heuristics::registerBytes(*rdt) != rdt->itemsize()) return false;
+  if (rdt->isHalfWidth()) return false;
   bool reads = false;
   walkOps(*k.ast->src[0], [&](const KernelOp &op) {
     if (&op == k.reduceop) return false;

@@ -381,8 +381,7 @@ void CPULowerer::storeOutputs(const std::vector<NodeRef> &idxs, const std::vecto
   std::vector<Value *> vals;
   for (int64_t j = 0; j < P; ++j) {
     const std::vector<NodeRef> &ix = ixs[static_cast<size_t>(j)];
-    vals.push_back(vb.toMemory(
-        vb.convert(eval(top, ix, accs.empty() ? nullptr : &accs[static_cast<size_t>(j)], lanes), outDt, true).v, outDt));
+    vals.push_back(vb.toMemory(eval(top, ix, accs.empty() ? nullptr : &accs[static_cast<size_t>(j)], lanes), outDt));
   }
   Type *et = vb.memType(outDt);
   Value *start = asI64(render(*first));
@@ -428,7 +427,7 @@ Val CPULowerer::vecLoadOutput(const std::vector<NodeRef> &idxs) {
   DType dt = k.bufs[0]->memBuffer().dtype;
   auto out = outputVector(idxs);
   if (!out) return Val{vecZero(dt), dt};
-  Type *vt = vb.memVector(dt, lanes);
+  Type *vt = VectorType::get(vb.memType(dt), static_cast<unsigned>(lanes), false);
   Align align(dt.itemsize());
   Constant *zero = Constant::getNullValue(vt);
   if (out->lanePtrs)
@@ -443,11 +442,11 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   if (!out) return;
   const NodeRef &valid = out->valid;
   Value *p = out->ptr;
-  Val x{vb.toMemory(vb.convert(v, outDt, true).v, outDt), outDt};
+  Value *x = vb.toMemory(v, outDt);
   Align align(outDt.itemsize());
   if (out->lanePtrs) {
     note("store buffer 0: <{} x {}>, scattered", lanes, outDt.name());
-    b.CreateMaskedScatter(x.v, out->lanePtrs, align, valid->isNum() ? splat(b.getTrue()) : maskFor(valid));
+    b.CreateMaskedScatter(x, out->lanePtrs, align, valid->isNum() ? splat(b.getTrue()) : maskFor(valid));
     return;
   }
   // a streaming store writes an aligned part of a cache line whose other parts the same loop
@@ -459,13 +458,13 @@ void CPULowerer::vecStore(const std::vector<NodeRef> &idxs, Val v) {
   bool streaming = k.streamingStores && valid->isNum() && 64 % lineBytes == 0 && aligned;
   note("store buffer 0: <{} x {}>{}", lanes, outDt.name(), streaming ? ", streaming" : valid->isNum() ? "" : ", masked");
   if (streaming) {
-    StoreInst *st = b.CreateAlignedStore(x.v, p, Align(lineBytes));
+    StoreInst *st = b.CreateAlignedStore(x, p, Align(lineBytes));
     st->setMetadata(LLVMContext::MD_nontemporal, MDNode::get(ctx, ConstantAsMetadata::get(b.getInt32(1))));
     streamed = true;
     return;
   }
-  if (valid->isNum()) b.CreateAlignedStore(x.v, p, align);
-  else b.CreateMaskedStore(x.v, p, align, maskFor(valid));
+  if (valid->isNum()) b.CreateAlignedStore(x, p, align);
+  else b.CreateMaskedStore(x, p, align, maskFor(valid));
 }
 
 } // namespace lazyjit

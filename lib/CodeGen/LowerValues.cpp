@@ -97,12 +97,13 @@ Val ValueBuilder::fromMemory(Value *ld, DType dt) {
 }
 
 void ValueBuilder::store(Value *ptr, Value *idx, Val v, DType bufDType) {
-  Value *out = toMemory(convert(v, bufDType, true).v, bufDType);
+  Value *out = toMemory(v, bufDType);
   Type *mt = memType(bufDType);
   b.CreateAlignedStore(out, b.CreateInBoundsGEP(mt, ptr, idx), Align(bufDType.itemsize()));
 }
 
-Value *ValueBuilder::toMemory(Value *out, DType dt) {
+Value *ValueBuilder::toMemory(Val v, DType dt) {
+  Value *out = convert(v, dt, true).v;
   switch (dt.scalar()) {
   case ScalarType::Bool: return b.CreateZExt(out, withLanesOf(b.getInt8Ty(), out));
   case ScalarType::Float16: return b.CreateFPTrunc(out, withLanesOf(b.getHalfTy(), out));
@@ -111,10 +112,6 @@ Value *ValueBuilder::toMemory(Value *out, DType dt) {
                          withLanesOf(b.getInt16Ty(), out));
   default: return out;
   }
-}
-
-VectorType *ValueBuilder::memVector(DType dt, int64_t lanes) const {
-  return FixedVectorType::get(memType(dt), static_cast<unsigned>(lanes));
 }
 
 namespace {

@@ -42,11 +42,9 @@ public:
   std::vector<Val> loadVector(llvm::Value *ptr, llvm::Value *idx, DType dt, unsigned width);
   /// A value as loaded from memory (memType, or a vector of it) turned into its register value.
   Val fromMemory(llvm::Value *raw, DType dt);
-  /// A register value of `dt` (or a vector of them) turned into what memory holds (memType),
-  /// assuming it already holds one of `dt`'s values (convert with `exact`).
-  llvm::Value *toMemory(llvm::Value *reg, DType dt);
-  /// A vector of `lanes` memory elements of `dt`.
-  llvm::VectorType *memVector(DType dt, int64_t lanes) const;
+  /// A value (or a vector of them) converted to `dt` as a store converts it (rounded to `dt`'s
+  /// values) and turned into what memory holds (memType).
+  llvm::Value *toMemory(Val v, DType dt);
   void store(llvm::Value *ptr, llvm::Value *idx, Val v, DType bufDType);
   Val constant(double v, DType dt);
   /// `scalar`, or a vector of it with as many lanes as `like` has.

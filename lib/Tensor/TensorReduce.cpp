@@ -176,8 +176,8 @@ Tensor Tensor::cumsum(int64_t axisIn) const & {
   // slide across the input's contiguous axis, where no kernel has a vector axis (2048 x 2048 along
   // axis 0: 340 ms); summed over a copy with that axis moved last, they slide along it (one
   // transposing copy, 45 ms). Only where the windows' work (numel x window) outweighs the copy's
-  if (axis != ndim() - 1 && n >= 32 && allInt(shape()) && prodInt(shape()) * std::min<int64_t>(n, SPLIT) >= (1 << 20) &&
-      configuredGraphOptions().fusion.scanLayouts)
+  if (axis != ndim() - 1 && n >= 32 && allInt(shape()) &&
+      prodInt(shape()) * std::min<int64_t>(n, SPLIT) >= (1 << 20) && configuredGraphOptions().fusion.scanLayouts)
     return transpose(axis, -1).contiguous().cumsum(-1).transpose(axis, -1);
   if (n <= SPLIT * 2) return TI::cumsumImpl(*this, axis, false);
   int64_t padded = (n + SPLIT - 1) / SPLIT * SPLIT;
