@@ -1,5 +1,6 @@
-// Helpers the kernel-level tests share: the AST of the kernel that computes a tensor, the
-// verifier's verdict on an AST as text, and an OPT level for the scope of a test.
+// Helpers the kernel-level tests share: a tensor's kernel count, the AST of the kernel that
+// computes a tensor, the verifier's verdict on an AST as text, and an OPT level for the scope of a
+// test.
 #pragma once
 
 #include "lazyjit/Schedule/Schedule.h"
@@ -12,6 +13,13 @@
 #include <string>
 
 namespace lazyjit::testing {
+
+/// The number of kernels in `t`'s schedule.
+inline int kernelCount(const Tensor &t) {
+  int n = 0;
+  for (const auto &si : schedule(t.lazydata())) n += si.isKernel();
+  return n;
+}
 
 /// The AST of the last kernel that computes `t` (its schedule must have one).
 inline KernelOpRef lastKernel(const Tensor &t) {

@@ -104,13 +104,8 @@ inline std::vector<Case> reductionCases() {
   };
 }
 
-/// The kernels of `t`'s schedule on its device, and whether one of them is a row kernel (an EXPAND
-/// inside a kernel).
-inline int kernelCount(const Tensor &t) {
-  int n = 0;
-  for (const auto &si : schedule(t.lazydata())) n += si.isKernel();
-  return n;
-}
+/// Whether one of the kernels of `t`'s schedule on its device is a row kernel (an EXPAND inside a
+/// kernel); testing::kernelCount counts them.
 inline bool hasRowKernel(const Tensor &t) {
   for (const auto &si : schedule(t.lazydata()))
     if (si.isKernel())

@@ -2,6 +2,7 @@
 // and freed on a 1 MiB stack (every graph walk of the library is iterative), the kernel of a
 // 100,000-op chain is lowered to LLVM IR and interpreted there too, and a chain of thousands of
 // kernels schedules and runs with results equal to the closed form.
+#include "KernelTestUtil.h"
 #include "TensorTestUtil.h"
 
 #include "lazyjit/Support/Config.h"
@@ -97,16 +98,11 @@ TEST_CASE("Graph scale: thousands of kernels in a chain schedule on a small stac
     for (int i = 0; i < steps; ++i) x = (x.mean(std::vector<int64_t>{0}, true) + 1).expand({16});
     return x;
   };
-  auto kernelsOf = [](const Tensor &t) {
-    size_t n = 0;
-    for (const auto &si : schedule(t.lazydata())) n += si.isKernel();
-    return n;
-  };
-  size_t one = kernelsOf(build(1)), two = kernelsOf(build(2));
+  int one = kernelCount(build(1)), two = kernelCount(build(2));
   REQUIRE(two > one);
   constexpr int kSteps = 20000;
-  size_t many = 0;
-  onSmallStack([&] { many = kernelsOf(build(kSteps)); });
+  int many = 0;
+  onSmallStack([&] { many = kernelCount(build(kSteps)); });
   CHECK(many == one + (kSteps - 1) * (two - one)); // the per-step kernels of the short chains
   std::vector<float> got;
   onSmallStack([&] { got = build(2000).realize().toVector<float>(); });
