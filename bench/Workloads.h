@@ -53,4 +53,10 @@ Result benchW9b(const std::string &device, int ops);
 /// W9c: the median compile time of the kernels of W1-W7 (CPU only, without the disk cache).
 Result benchW9c(const Sizes &sz);
 
+// ---- request threads (Threads.cpp) ----------------------------------------------------------------
+
+/// W14: the throughput of ResNet-style inference requests served by 1, 2 and 4 threads, timed in
+/// turns, each row with its ratio to one thread (t1) and its latency percentiles.
+std::vector<Result> benchW14(const std::string &device);
+
 } // namespace lazyjit::bench

@@ -25,6 +25,18 @@ if(LAZYJIT_SANITIZE)
   endif()
 endif()
 
+# LAZYJIT_SANITIZE_THREAD: ThreadSanitizer, for the threads stress test (the `tsan` preset, `ctest -L
+# threads`). LLVM is not instrumented: what it does inside is invisible to TSan (tools/tsan.supp lists
+# the races reported there, if any). TSan cannot be combined with ASan.
+if(LAZYJIT_SANITIZE_THREAD)
+  if(LAZYJIT_SANITIZE)
+    message(FATAL_ERROR "LAZYJIT_SANITIZE_THREAD and LAZYJIT_SANITIZE cannot both be ON (ThreadSanitizer "
+                        "and AddressSanitizer exclude each other)")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread -fno-omit-frame-pointer)
+endif()
+
 # LAZYJIT_FUZZ (clang only): every library is instrumented for libFuzzer's coverage; the targets in
 # fuzz/ link the fuzzer runtime. Combined with LAZYJIT_SANITIZE in the `fuzz` preset.
 if(LAZYJIT_FUZZ)

@@ -1,6 +1,7 @@
 // LazyBuffer construction, children, and the creation/elementwise/reduce ops of lazy.py. The dedup
 // cache is in LazyCache.cpp, movement ops and their pushing rules in MovementOps.cpp.
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Graph/GraphLock.h"
 #include "LazyCache.h"
 #include "lazyjit/Support/Release.h"
 #include "lazyjit/Support/Config.h"
@@ -118,10 +119,14 @@ LazyBuffer::LazyBuffer(const std::string &device_, ShapeTracker st_, OpType opty
 using graph_detail::leaveCache;
 
 LazyBuffer::~LazyBuffer() {
+  GraphLock graph;
   --liveCounter();
   if (inCache_ || keyed_.head) leaveCache(this);
   // leave every set first: nothing may see this buffer as a live child while its members go
   for (WeakBufferSet *set : memberOf_) eraseOne(set->items, this);
+  // the cold part's sets unlink their members (other buffers) as they die: under the graph lock,
+  // not after this body with the other fields
+  cold_.reset();
   if (op) op->owners_.erase(this);
   deferRelease(std::move(op));
   deferRelease(std::move(base_));
@@ -136,6 +141,7 @@ void LazyBuffer::checkConstruction(OpType optype, const LazyBuffer *base, const 
 LazyBufferRef LazyBuffer::create(const std::string &device, ShapeTracker st, OpType optype, LazyOpRef op,
                                  DType dtype, std::shared_ptr<Buffer> realized,
                                  LazyBufferRef base) {
+  GraphLock graph;
   auto ret = std::allocate_shared<LazyBuffer>(NodePoolAllocator<LazyBuffer>(), device, std::move(st), optype,
                                               std::move(op), dtype, std::move(realized), base);
   if (ret->op) ret->linkOp();
@@ -186,6 +192,7 @@ void LazyBuffer::linkOp() {
 }
 
 size_t LazyBuffer::childCount(size_t atMost) const {
+  GraphLock graph;
   if (atMost == 0) return 0;
   std::vector<const LazyBuffer *> found;
   // whether `c` is a child not seen yet, and the count reached atMost with it
@@ -224,14 +231,17 @@ const std::shared_ptr<Buffer> &LazyBuffer::outputBuffer() const {
 }
 
 void LazyBuffer::setOutputBuffer(std::shared_ptr<Buffer> b) {
+  GraphLock graph;
   if (b || cold_) cold().outputBuffer = std::move(b);
 }
 
 void LazyBuffer::discardChild(const LazyBuffer *child) {
+  GraphLock graph;
   cold().discarded.add(const_cast<LazyBuffer *>(child));
 }
 
 void LazyBuffer::readdAsChild(const LazyOp &o) {
+  GraphLock graph;
   for (const LazySrc &s : o.src)
     if (s.isBuffer() && s.buf->cold_) s.buf->cold_->discarded.discard(this);
 }
@@ -243,6 +253,7 @@ void LazyBuffer::noLongerUnrealizedConst() {
 }
 
 void LazyBuffer::dropOp() {
+  GraphLock graph;
   if (!op) return;
   if (!base_) noLongerUnrealizedConst();
   for (LazyBuffer *x : op->buffers()) x->cold().realizedChildren.add(this);
@@ -252,6 +263,7 @@ void LazyBuffer::dropOp() {
 }
 
 void LazyBuffer::setRealized(std::shared_ptr<Buffer> b) {
+  GraphLock graph;
   LAZYJIT_INTERNAL_CHECK(!base_, "no setting realized of based LazyBuffers");
   LAZYJIT_INTERNAL_CHECK(b != nullptr, "a realized LazyBuffer's storage is never taken back");
   realized_ = std::move(b);
@@ -272,6 +284,7 @@ std::string LazyBuffer::repr() const {
 
 LazyBufferRef LazyBuffer::loadop(const GraphOptions &o, Op op, const Shape &shape, DType dtype,
                                  const std::string &device, LazyOpArg arg, LazyBufferRef src) {
+  GraphLock graph;
   LazySrcs srcs;
   if (src) srcs.emplace_back(std::move(src));
   return createLazyBuffer(o, device, ShapeTracker::fromShape(shape), OpType::Load,
@@ -279,6 +292,7 @@ LazyBufferRef LazyBuffer::loadop(const GraphOptions &o, Op op, const Shape &shap
 }
 
 LazyBufferRef LazyBuffer::constLike(const GraphOptions &o, double val) {
+  GraphLock graph;
   // Deliberate deviation: the reference goes through dtypes.from_np(dtype.np), which turns a
   // bfloat16 constant into float64 (bfloat16 has no numpy type); lazyjit keeps the dtype.
   Shape ones(shape.size(), SInt(1));
@@ -286,6 +300,7 @@ LazyBufferRef LazyBuffer::constLike(const GraphOptions &o, double val) {
 }
 
 LazyBufferRef LazyBuffer::copyToDevice(const GraphOptions &o, const std::string &dev) {
+  GraphLock graph;
   // back off a COPY if it's a double COPY
   if (!isRealized() && op && op->op == Op::Copy && op->src[0].buf->device == dev)
     return op->src[0].buf;
@@ -293,6 +308,7 @@ LazyBufferRef LazyBuffer::copyToDevice(const GraphOptions &o, const std::string 
 }
 
 LazyBufferRef LazyBuffer::contiguous(const GraphOptions &o) {
+  GraphLock graph;
   // all LoadOps are already contiguous (except CONST)
   if (!isRealized() && isLoadOp(op->op) && op->op != Op::LoadConst) return self();
   if (st.contiguous() && st.size() == base()->st.size() && !isUnrealizedConst()) {
@@ -305,6 +321,7 @@ LazyBufferRef LazyBuffer::contiguous(const GraphOptions &o) {
 }
 
 LazyBufferRef LazyBuffer::cast(const GraphOptions &o, DType dt, bool bitcast) {
+  GraphLock graph;
   return e(o, Op::Cast, {}, CastArg{dt, bitcast});
 }
 
@@ -352,6 +369,7 @@ void pushMovementOps(const GraphOptions &o, LazyBufferRefs &srcs) {
 // ---- elementwise ops ------------------------------------------------------------------------------
 
 LazyBufferRef LazyBuffer::e(const GraphOptions &o, Op eop, const LazyBufferRefs &rest, LazyOpArg arg) {
+  GraphLock graph;
   const FusionFlags &f = o.fusion;
   LazyBufferRefs srcs;
   srcs.push_back(self());
@@ -415,6 +433,7 @@ LazyBufferRef LazyBuffer::reduceOp(const GraphOptions &o, Op rop, const Shape &n
 }
 
 LazyBufferRef LazyBuffer::r(const GraphOptions &o, Op rop, const Shape &newShape) {
+  GraphLock graph;
   bool hasZero = std::any_of(shape.begin(), shape.end(), [](const SInt &s) { return pyEq(s, 0); });
   if (!allInt(shape) || hasZero ||
       floorDiv(prodInt(shape), prodInt(newShape)) < o.reduceSplitThreshold)

@@ -1,6 +1,7 @@
 // The dedup cache (the reference's lazycache WeakValueDictionary): createLazyBuffer hands out a
 // live buffer equal to the one asked for, and a dying buffer takes its entry with it.
 #include "LazyCache.h"
+#include "lazyjit/Graph/GraphLock.h"
 #include "lazyjit/Graph/LazyBuffer.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/Hash.h"
@@ -135,6 +136,7 @@ size_t lazyCacheSize() {
 
 LazyBufferRef createLazyBuffer(const GraphOptions &o, const std::string &device, ShapeTracker st,
                                OpType optype, LazyOpRef op, DType dtype, LazyBufferRef base) {
+  GraphLock graph;
   // rewrite 0 size into a CONST
   for (const auto &s : st.shape())
     if (pyEq(s, 0))

@@ -1,5 +1,6 @@
 // LazyOp structure: hashing, structural equality, buffer collection, buffer mapping.
 #include "lazyjit/Graph/LazyOp.h"
+#include "lazyjit/Graph/GraphLock.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 #include "lazyjit/Graph/WalkMarks.h"
 #include "lazyjit/Support/Release.h"
@@ -76,6 +77,7 @@ size_t argHash(const LazyOpArg &a) {
 }
 
 LazyOp::~LazyOp() {
+  GraphLock graph;
   if (leafCount_) pool_detail::deallocate(leaves_, leafCount_ * sizeof(LazyBuffer *));
   if (linked_)
     for (const LazySrc &s : src) {

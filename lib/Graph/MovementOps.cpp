@@ -2,6 +2,7 @@
 // permutes through reduces/expands/reshapes, pushing movement ops into childless elementwise ops,
 // and REMOVE_MOVEMENT_NOPS.
 #include "lazyjit/Graph/LazyBuffer.h"
+#include "lazyjit/Graph/GraphLock.h"
 
 #include <algorithm>
 #include <numeric>
@@ -24,6 +25,7 @@ LazyBuffer *getMovementRootContiguous(LazyBuffer *x) {
 }
 
 LazyBufferRef LazyBuffer::movementOp(const GraphOptions &o, Op mop, const LazyOpArg &arg) {
+  GraphLock graph;
   switch (mop) {
   case Op::Reshape: return reshape(o, std::get<Shape>(arg));
   case Op::Expand: return expand(o, std::get<Shape>(arg));
@@ -55,6 +57,7 @@ LazyBufferRef LazyBuffer::applyMovementOp(const GraphOptions &o, ShapeTracker ns
 }
 
 LazyBufferRef LazyBuffer::reshape(const GraphOptions &o, const Shape &arg) {
+  GraphLock graph;
   if (shape == arg) return self();
   if (!isRealized() && op->op == Op::Reshape) {
     LazyBufferRef src = op->src[0].buf;
@@ -66,6 +69,7 @@ LazyBufferRef LazyBuffer::reshape(const GraphOptions &o, const Shape &arg) {
 }
 
 LazyBufferRef LazyBuffer::pad(const GraphOptions &o, const PadArg &arg) {
+  GraphLock graph;
   if (std::all_of(arg.begin(), arg.end(),
                   [](const SIntPair &p) { return pyEq(p.first, 0) && pyEq(p.second, 0); }))
     return self();
@@ -80,12 +84,14 @@ LazyBufferRef LazyBuffer::pad(const GraphOptions &o, const PadArg &arg) {
 }
 
 LazyBufferRef LazyBuffer::expand(const GraphOptions &o, const Shape &arg) {
+  GraphLock graph;
   if (shape == arg) return self();
   if (!isRealized() && op->op == Op::Expand) return op->src[0].buf->expand(o, arg);
   return applyMovementOp(o, st.expand(arg), Op::Expand, arg);
 }
 
 LazyBufferRef LazyBuffer::permute(const GraphOptions &o, const std::vector<int64_t> &arg) {
+  GraphLock graph;
   std::vector<int64_t> identity(shape.size());
   std::iota(identity.begin(), identity.end(), 0);
   if (arg == identity) return self();
@@ -130,6 +136,7 @@ LazyBufferRef LazyBuffer::permute(const GraphOptions &o, const std::vector<int64
 }
 
 LazyBufferRef LazyBuffer::shrink(const GraphOptions &o, const PadArg &arg) {
+  GraphLock graph;
   bool noop = true;
   for (size_t i = 0; i < shape.size() && i < arg.size(); ++i)
     noop = noop && pyEq(arg[i].second - arg[i].first, shape[i]);
@@ -145,6 +152,7 @@ LazyBufferRef LazyBuffer::shrink(const GraphOptions &o, const PadArg &arg) {
 }
 
 LazyBufferRef LazyBuffer::stride(const GraphOptions &o, const std::vector<int64_t> &arg) {
+  GraphLock graph;
   if (std::all_of(arg.begin(), arg.end(), [](int64_t a) { return a == 1; })) return self();
   if (!isRealized() && op->op == Op::Stride) {
     const auto &prev = std::get<std::vector<int64_t>>(op->arg);

@@ -111,7 +111,7 @@ Tensor BatchNorm2d::operator()(Tensor xIn) {
                      "BatchNorm2d: expected an input of shape [N, {}, H, W], got {}",
                      runningMean.shape()[0].render(), describeT(x));
   Tensor batchMean, batchInvstd;
-  if (Tensor::training) {
+  if (Tensor::isTraining()) {
     // This requires two full memory accesses to x (reference comment)
     batchMean = x.mean(std::vector<int64_t>{0, 2, 3});
     Tensor y = x.sub(batchMean.reshape({1, -1, 1, 1}));

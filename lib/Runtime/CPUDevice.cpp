@@ -43,17 +43,21 @@ public:
 
   Entry add(const std::vector<uint8_t> &object, const std::string &symbol) {
     std::lock_guard lock(mu);
+    // a symbol names its code (a digest of the kernel and its options): one linked already, by
+    // another device instance of this process, is that code
+    if (auto it = linked.find(symbol); it != linked.end()) return it->second;
     auto buf = llvm::MemoryBuffer::getMemBufferCopy(
         llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), symbol);
     if (auto err = jit->addObjectFile(std::move(buf)))
       throw CompileError("runtime: cannot link kernel " + symbol + ": " + llvmErrorText(std::move(err)));
     auto entry = jit->lookup(symbol);
     if (!entry) throw CompileError("runtime: kernel " + symbol + " not found: " + llvmErrorText(entry.takeError()));
-    return entry->toPtr<Entry>();
+    return linked[symbol] = entry->toPtr<Entry>();
   }
 
 private:
   std::mutex mu;
+  std::unordered_map<std::string, Entry> linked;
   std::unique_ptr<llvm::orc::LLJIT> jit;
 
   JIT() {
@@ -100,32 +104,17 @@ public:
                          sig.name, b->device());
       ptrs.push_back(b->ptr());
     }
-    std::vector<int64_t> vals;
-    std::map<std::string, int64_t> byName;
-    for (const auto &v : sig.vars) {
-      auto it = vars.find(*v->expr);
-      LAZYJIT_USER_CHECK(it != vars.end(), Error, "runtime: kernel {} needs a value for {}", sig.name, *v->expr);
-      vals.push_back(it->second.second);
-      byName[*v->expr] = it->second.second;
-    }
-    int64_t extent = symInfer(sig.gridDims.at(0), byName);
+    std::vector<int64_t> vals = values(vars);
+    const Launch l = launch(vars);
+    const int64_t extent = l.extent;
+    const size_t chunks = l.chunks;
     // bounds mode: the report's address and the buffers' sizes follow the variables
     BoundsReport report;
     if (sig.boundsChecked) {
       vals.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(&report)));
       for (int i = 0; i < sig.numBuffers; ++i) vals.push_back(static_cast<int64_t>(bufs[i]->nbytes()));
     }
-    // Split the outer range across the pool only when the kernel does enough work to pay for it.
-    double work = 0;
-    try {
-      work = static_cast<double>(symInfer(info_.flops, byName)) + static_cast<double>(info_.memBytes);
-    } catch (const Error &) {
-      work = 1e9;
-    }
     ThreadPool &pool = ThreadPool::global();
-    size_t chunks = work < 262144.0 ? 1 : pool.size();
-    info_.global = {extent};
-    info_.local = {static_cast<int64_t>(std::min<size_t>(chunks, static_cast<size_t>(std::max<int64_t>(extent, 1))))};
     void **p = ptrs.data();
     JIT::Entry fn = entry;
     // whole packed inputs (KernelSignature::scratchBytes): one block, from the host allocator,
@@ -161,7 +150,41 @@ public:
 
   const ProgramInfo &info() const override { return info_; }
 
+  void launchShape(const VarVals &vars, std::vector<int64_t> &global, std::vector<int64_t> &local) const override {
+    const Launch l = launch(vars);
+    global = {l.extent};
+    local = {static_cast<int64_t>(std::min<size_t>(l.chunks, static_cast<size_t>(std::max<int64_t>(l.extent, 1))))};
+  }
+
 private:
+  /// The outer range a run with `vars` covers, and the chunks it is split into across the pool:
+  /// one unless the kernel does enough work to pay for the split.
+  struct Launch {
+    int64_t extent;
+    size_t chunks;
+  };
+  Launch launch(const VarVals &vars) const {
+    std::map<std::string, int64_t> byName;
+    for (const auto &v : sig.vars) byName[*v->expr] = vars.at(*v->expr).second;
+    double work = 0;
+    try {
+      work = static_cast<double>(symInfer(info_.flops, byName)) + static_cast<double>(info_.memBytes);
+    } catch (const Error &) {
+      work = 1e9;
+    }
+    return {symInfer(sig.gridDims.at(0), byName), work < 262144.0 ? 1 : ThreadPool::global().size()};
+  }
+  /// The kernel's variable values in its signature's order (a missing one is an Error).
+  std::vector<int64_t> values(const VarVals &vars) const {
+    std::vector<int64_t> vals;
+    for (const auto &v : sig.vars) {
+      auto it = vars.find(*v->expr);
+      LAZYJIT_USER_CHECK(it != vars.end(), Error, "runtime: kernel {} needs a value for {}", sig.name, *v->expr);
+      vals.push_back(it->second.second);
+    }
+    return vals;
+  }
+
   KernelOpRef ast;
   KernelSignature sig;
   JIT::Entry entry;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <future>
 
 namespace lazyjit {
 
@@ -50,45 +51,70 @@ std::vector<std::shared_ptr<Program>> CompilingDevice::compileAll(const std::vec
     return ProgramKey{ast, opts.noopt, opts.bounds && boundsMatter(), opts.mergeView};
   };
   std::vector<std::shared_ptr<Program>> out(asts.size());
-  std::vector<size_t> todo;
+  // Each kernel missing from the cache is compiled by the first call that asks for it: its key is
+  // in flight until the program is in the cache, and a call (of this thread or another) that asks
+  // for it meanwhile waits for that result, or for its error.
+  std::vector<size_t> owned;                                  // compiled here
+  std::vector<std::promise<std::shared_ptr<Program>>> promises; // one per owned kernel
+  std::vector<std::pair<size_t, ProgramFuture>> waits;        // compiled by another call
   {
     std::lock_guard lock(mu);
     for (size_t i = 0; i < asts.size(); ++i) {
-      if (auto it = programs.find(keyOf(asts[i])); it != programs.end()) {
+      ProgramKey key = keyOf(asts[i]);
+      if (auto it = programs.find(key); it != programs.end()) {
         out[i] = it->second;
         ++counters.memoryHits;
+      } else if (auto f = inFlight.find(key); f != inFlight.end()) {
+        waits.emplace_back(i, f->second); // (an equal AST earlier in this batch, too)
       } else {
-        todo.push_back(i);
+        promises.emplace_back();
+        inFlight.emplace(std::move(key), promises.back().get_future().share());
+        owned.push_back(i);
       }
     }
   }
-  std::vector<size_t> unique; // equal ASTs within the batch compile once
-  for (size_t i : todo)
-    if (std::none_of(unique.begin(), unique.end(), [&](size_t u) { return *asts[u] == *asts[i]; }))
-      unique.push_back(i);
 
-  std::vector<KernelCode> codes(unique.size());
-  std::vector<std::function<void()>> tasks;
-  for (size_t u = 0; u < unique.size(); ++u)
-    tasks.push_back([&, u] { codes[u] = produce(asts[unique[u]], opts, true); });
-  ThreadPool::global().runAll(tasks);
+  size_t settled = 0; // owned kernels whose program (or error) is delivered, in order
+  try {
+    std::vector<KernelCode> codes(owned.size());
+    std::vector<std::function<void()>> tasks;
+    for (size_t u = 0; u < owned.size(); ++u)
+      tasks.push_back([&, u] { codes[u] = produce(asts[owned[u]], opts, true); });
+    ThreadPool::global().runAll(tasks);
 
-  std::lock_guard lock(mu);
-  for (size_t u = 0; u < unique.size(); ++u) {
-    const KernelOpRef &ast = asts[unique[u]];
-    std::shared_ptr<Program> prg = load(ast, codes[u]);
-    if (!prg) {
-      LAZYJIT_INTERNAL_CHECK(codes[u].fromCache, "{}: freshly compiled code of {} did not load", name(),
-                             codes[u].sig.name);
-      codes[u] = produce(ast, opts, false);
-      prg = load(ast, codes[u]);
-      LAZYJIT_INTERNAL_CHECK(prg != nullptr, "{}: recompiled code of {} did not load", name(), codes[u].sig.name);
+    std::lock_guard lock(mu);
+    for (size_t u = 0; u < owned.size(); ++u) {
+      const KernelOpRef &ast = asts[owned[u]];
+      std::shared_ptr<Program> prg = load(ast, codes[u]);
+      if (!prg) {
+        LAZYJIT_INTERNAL_CHECK(codes[u].fromCache, "{}: freshly compiled code of {} did not load", name(),
+                               codes[u].sig.name);
+        codes[u] = produce(ast, opts, false);
+        prg = load(ast, codes[u]);
+        LAZYJIT_INTERNAL_CHECK(prg != nullptr, "{}: recompiled code of {} did not load", name(), codes[u].sig.name);
+      }
+      ProgramKey key = keyOf(ast);
+      programs.emplace(key, prg);
+      inFlight.erase(key);
+      promises[u].set_value(prg);
+      ++settled;
+      out[owned[u]] = prg;
+      LAZYJIT_LOG(Runtime, 2, "{} {} in {:.2f} ms{}", codes[u].fromCache ? "loaded" : "compiled", codes[u].sig.name,
+                  codes[u].seconds * 1e3, logDetail(codes[u].sig));
     }
-    programs.emplace(keyOf(ast), prg);
-    LAZYJIT_LOG(Runtime, 2, "{} {} in {:.2f} ms{}", codes[u].fromCache ? "loaded" : "compiled", codes[u].sig.name,
-                codes[u].seconds * 1e3, logDetail(codes[u].sig));
+  } catch (...) {
+    // every call waiting for a kernel this one failed to deliver gets the error; a later call
+    // compiles it again
+    std::exception_ptr error = std::current_exception();
+    std::lock_guard lock(mu);
+    for (size_t u = settled; u < owned.size(); ++u) {
+      inFlight.erase(keyOf(asts[owned[u]]));
+      promises[u].set_exception(error);
+    }
+    throw;
   }
-  for (size_t i : todo) out[i] = programs.at(keyOf(asts[i]));
+  // (after this call delivered all its own: two calls that wait for each other's never deadlock)
+  for (auto &[i, f] : waits) out[i] = f.get();
   return out;
 }
 

@@ -3,9 +3,10 @@
 // A batch of kernel ASTs becomes programs in four steps, in one place: answer what the device's
 // in-memory cache has; drop duplicates within the batch; produce each remaining kernel's code on
 // the thread pool (from the disk cache, or by compiling it and storing it there); then, serially
-// under the device's lock, turn each code into a program and remember it. A device supplies only
-// what differs: its target, the disk cache's name, and how code becomes a program (which may
-// refuse code from the disk cache: then that kernel is compiled afresh).
+// under the device's lock, turn each code into a program and remember it. Calls from several
+// threads compile each kernel once: a kernel another call is compiling is waited for. A device
+// supplies only what differs: its target, the disk cache's name, and how code becomes a program
+// (which may refuse code from the disk cache: then that kernel is compiled afresh).
 #pragma once
 
 #include "lazyjit/CodeGen/Compiler.h"
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -57,9 +59,14 @@ private:
   KernelCode produce(const KernelOpRef &ast, const CompileOptions &opts, bool useDiskCache) const;
   std::string diskCacheKey(const KernelOp &ast, const CompileOptions &opts) const;
 
+  using ProgramFuture = std::shared_future<std::shared_ptr<Program>>;
+
   CompileCounters &counters;
   std::mutex mu;
   ProgramCache programs;
+  /// The kernels a call is compiling (compileAll): other calls wait for these instead of
+  /// compiling them again.
+  std::unordered_map<ProgramKey, ProgramFuture, ProgramKeyHash> inFlight;
 };
 
 } // namespace lazyjit

@@ -37,8 +37,7 @@ DiskCache::DiskCache(std::string d) : dir(std::move(d)) {
 
 void DiskCache::disable(const std::string &why) {
   enabled_ = false;
-  if (!warned) {
-    warned = true;
+  if (!warned.exchange(true)) {
     logger(Stage::Runtime).warn("kernel cache: {}; caching in memory only", why);
   }
 }

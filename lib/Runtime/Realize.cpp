@@ -3,14 +3,17 @@
 #include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Runtime/Dot.h"
+#include "lazyjit/Graph/GraphLock.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Verifier.h"
 #include "lazyjit/Support/Logging.h"
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <map>
+#include <unordered_map>
 
 namespace lazyjit {
 
@@ -35,15 +38,53 @@ int64_t allocSize(const Shape &shape) {
 // that nothing but `si` still holds: no tensor, graph node, view or later item reads its buffer
 // again, which then becomes the output's (an intermediate of softmax at OPT=2 is written over by
 // the division that reads it: one fresh 64 MiB buffer instead of two, on a host where fresh memory
-// is what a first call waits on). Null when there is none.
-std::shared_ptr<Buffer> dyingInput(const ScheduleItem &si, const Program &prg, int64_t size, DType dtype) {
+// is what a first call waits on). Its position in `si.inputs`, or -1. Called under the graph lock,
+// which is what keeps another thread from taking a new reference to it (the dedup cache).
+int dyingInput(const ScheduleItem &si, const Program &prg, int64_t size, DType dtype) {
   for (int idx : prg.info().writableInputs) {
     const LazyBufferRef &x = si.inputs[static_cast<size_t>(idx - 1)];
     const std::shared_ptr<Buffer> &buf = x->realized();
     // (its device is the output's: runSchedule checked every input's)
-    if (x.use_count() == 1 && buf.use_count() == 1 && buf->size() == size && buf->dtype() == dtype) return buf;
+    if (x.use_count() == 1 && buf.use_count() == 1 && buf->size() == size && buf->dtype() == dtype) return idx - 1;
   }
-  return nullptr;
+  return -1;
+}
+
+// Realize-once (realize()): the base buffers a realize is computing, from their scheduling until
+// its schedule has run, each with the token of its thread (the address of a thread_local), and the
+// threads waiting for such a schedule to run. The claims are read and changed under the graph
+// lock. They hold no reference: an intermediate that dies while its schedule runs must die (an
+// output written over it counts on that); its entry goes when the claims are released.
+using Claims = std::unordered_map<const LazyBuffer *, const void *>;
+Claims &claims() {
+  static auto *c = new Claims(); // never destroyed (threads may run at exit)
+  return *c;
+}
+std::condition_variable_any &realizeDone() {
+  static auto *cv = new std::condition_variable_any();
+  return *cv;
+}
+thread_local const char tRealizerToken = 0;
+
+// Whether `sched` computes or reads a buffer that another thread's realize is computing, or one
+// of `outs` is such a buffer (realized already, its kernel not yet run: its schedule is empty).
+bool othersRealizing(const std::vector<ScheduleItem> &sched, const std::vector<LazyBufferRef> &outs) {
+  const Claims &c = claims();
+  if (c.empty()) return false;
+  const void *me = &tRealizerToken;
+  auto other = [&](const LazyBufferRef &b) {
+    if (!b) return false;
+    auto it = c.find(b->base());
+    return it != c.end() && it->second != me;
+  };
+  for (const auto &b : outs)
+    if (other(b)) return true;
+  for (const auto &si : sched) {
+    if (other(si.out)) return true;
+    for (const auto &x : si.inputs)
+      if (other(x)) return true;
+  }
+  return false;
 }
 } // namespace
 
@@ -107,42 +148,51 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
     for (size_t k = 0; k < idxs.size(); ++k) programs[idxs[k]] = progs[k];
   }
 
+  const bool reuseInputs = config().reuseInputs;
   for (size_t i = 0; i < sched.size(); ++i) {
     ScheduleItem si = std::move(sched[i]);
-    for (const auto &x : si.inputs)
-      LAZYJIT_INTERNAL_CHECK(x->isRealized(), "can't run schedule, some inputs aren't realized");
     Op kind = si.kind();
     LazyBuffer &out = *si.out;
-    if (kind != Op::Copy)
+    std::shared_ptr<Buffer> dst;
+    std::vector<std::shared_ptr<Buffer>> ins; // the inputs' buffers, as the kernel reads them
+    {
+      GraphLock graph; // the graph changes here: the output realized, its op dropped
       for (const auto &x : si.inputs)
-        LAZYJIT_USER_CHECK(x->device == out.device, DeviceError,
-                           "all devices of a kernel must be the same: {} reads a buffer on {}",
-                           out.device, x->device);
+        LAZYJIT_INTERNAL_CHECK(x->isRealized(), "can't run schedule, some inputs aren't realized");
+      if (kind != Op::Copy)
+        for (const auto &x : si.inputs)
+          LAZYJIT_USER_CHECK(x->device == out.device, DeviceError,
+                             "all devices of a kernel must be the same: {} reads a buffer on {}",
+                             out.device, x->device);
 
-    // (allocated before the graph changes: an allocation that fails loses nothing)
-    std::shared_ptr<Buffer> dst = out.outputBuffer();
-    const bool fresh = !dst;
-    const int64_t size = allocSize(out.shape);
-    if (fresh) dst = std::make_shared<Buffer>(out.device, size, out.dtype());
-    out.setRealized(dst);
-    out.dropOp();
-    for (const auto &v : out.views.live()) v->dropOp();
-    // the output over an input that dies with this kernel (the fresh block, never touched, goes
-    // back to the allocator's cache)
-    if (fresh && kind == Op::Store && config().reuseInputs)
-      if (std::shared_ptr<Buffer> in = dyingInput(si, *programs[i], size, out.dtype())) {
-        dst = std::move(in);
+      // (allocated before the graph changes: an allocation that fails loses nothing)
+      dst = out.outputBuffer();
+      const bool fresh = !dst;
+      const int64_t size = allocSize(out.shape);
+      if (fresh) dst = std::make_shared<Buffer>(out.device, size, out.dtype());
+      out.setRealized(dst);
+      out.dropOp();
+      for (const auto &v : out.views.live()) v->dropOp();
+      // the output over an input that dies with this kernel (the fresh block, never touched, goes
+      // back to the allocator's cache); the input's node is released here, under the lock, so that
+      // no other thread finds it in the dedup cache and reads the buffer being written over
+      int dying = fresh && kind == Op::Store && reuseInputs ? dyingInput(si, *programs[i], size, out.dtype()) : -1;
+      if (dying >= 0) {
+        dst = si.inputs[static_cast<size_t>(dying)]->realized();
         out.setRealized(dst);
+        si.inputs[static_cast<size_t>(dying)] = out.shared_from_this();
         ++globalCounters().inPlaceCount;
         LAZYJIT_LOG(Runtime, 3, "{} writes its output over an input that dies with it", programs[i]->info().name);
       }
+      for (const auto &x : si.inputs) ins.push_back(x->realized());
+    }
 
     auto k0 = Clock::now();
     Program *prg = programs[i].get();
     if (kind == Op::Empty) {
       // allocation only
     } else if (kind == Op::Copy) {
-      dst->copyFrom(*si.inputs[0]->realized());
+      dst->copyFrom(*ins[0]);
       ++stats.copies;
       ++globalCounters().copyCount;
     } else if (kind == Op::Custom) {
@@ -150,7 +200,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
       ++stats.customs;
     } else {
       std::vector<Buffer *> bufs{dst.get()};
-      for (const auto &x : si.inputs) bufs.push_back(x->realized().get());
+      for (const auto &x : ins) bufs.push_back(x.get());
       // LAZYJIT_VERIFY_AST: every access of the kernel is proven inside the buffers it is given,
       // for the variable values it runs with
       if (config().verifyAst) {
@@ -178,8 +228,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
         KernelRun kr;
         kr.name = pi.name;
         kr.device = out.device;
-        kr.global = pi.global;
-        kr.local = pi.local;
+        prg->launchShape(si.varVals, kr.global, kr.local);
         kr.seconds = std::chrono::duration<double>(Clock::now() - k0).count();
         kr.compileSeconds = pi.compileSeconds;
         kr.fromCache = pi.fromCache;
@@ -196,13 +245,13 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
           .info("** {:7} {:4d} {:37} arg {:3d} tm {:9.2f}us", out.device,
                 globalCounters().kernelCount, name, si.inputs.size() + 1, et * 1e6);
     }
-    if (observer()) observer()(si, prg);
+    if (const ScheduleObserver &obs = observer()) obs(si, prg);
     if (tlsCapture) {
       CapturedItem c;
       c.kind = kind == Op::Empty || kind == Op::Copy || kind == Op::Custom ? kind : Op::Store;
       c.program = programs[i];
       c.out = dst;
-      for (const auto &x : si.inputs) c.inputs.push_back(x->realized());
+      c.inputs = ins;
       c.varVals = si.varVals;
       if (kind == Op::Custom) c.custom = si.host->custom;
       c.device = out.device;
@@ -212,6 +261,39 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   globalCounters().runSeconds += stats.seconds;
   return stats;
+}
+
+RunStats realize(const std::vector<LazyBufferRef> &outs, const GraphOptions &o, bool profile) {
+  const void *me = &tRealizerToken;
+  std::vector<ScheduleItem> sched;
+  std::vector<const LazyBuffer *> claimed;
+  {
+    std::unique_lock lock(graphMutex());
+    LAZYJIT_INTERNAL_CHECK(graphLockDepth() == 0, "realize: called with the graph lock held; waiting for "
+                                                  "another thread's schedule could never end");
+    for (;;) {
+      sched = scheduleMany(outs, o);
+      if (!othersRealizing(sched, outs)) break;
+      // another thread computes part of this: wait until its schedule ran, then schedule what is left
+      sched.clear(); // (the items' references go under the lock)
+      realizeDone().wait(lock);
+    }
+    for (const auto &si : sched)
+      if (claims().emplace(si.out->base(), me).second) claimed.push_back(si.out->base());
+  }
+  // the claims go, and the waiting threads wake, however the schedule ends
+  struct Release {
+    std::vector<const LazyBuffer *> &claimed;
+    ~Release() {
+      if (claimed.empty()) return;
+      {
+        GraphLock graph;
+        for (const LazyBuffer *b : claimed) claims().erase(b);
+      }
+      realizeDone().notify_all();
+    }
+  } release{claimed};
+  return runSchedule(std::move(sched), profile);
 }
 
 } // namespace lazyjit

@@ -1,6 +1,7 @@
 // The scheduler walk (LazyBuffer.schedule of the reference) and its AST fixing steps:
 // _ast_reduceops, _ast_binaryops and _replace_bufferops, in the order the reference runs them.
 #include "lazyjit/Schedule/Schedule.h"
+#include "lazyjit/Graph/GraphLock.h"
 #include "KernelBuild.h"
 #include "lazyjit/Schedule/NodeDType.h"
 #include "lazyjit/Support/Logging.h"
@@ -410,6 +411,7 @@ bool rowReduceDevice(const std::string &device) {
 }
 
 std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, const GraphOptions &o) {
+  GraphLock graph; // the walk marks nodes and reads their links
   const FusionFlags &flags = o.fusion;
   // The reference's recursion (schedule the sources, then this buffer) with an explicit stack:
   // a chain of a million kernels must not need a million native frames.
@@ -452,6 +454,7 @@ std::vector<ScheduleItem> schedule(const LazyBufferRef &out, SeenSet &seen, cons
 }
 
 std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs, const GraphOptions &o) {
+  GraphLock graph; // the walk marks nodes and reads their links
   SeenSet seen;
   std::vector<ScheduleItem> ret;
   for (const auto &out : outs) {

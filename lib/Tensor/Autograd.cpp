@@ -9,6 +9,11 @@
 namespace lazyjit {
 
 bool Tensor::noGrad = false;
+std::optional<bool> &Tensor::noGradHere() {
+  thread_local std::optional<bool> here;
+  return here;
+}
+bool Tensor::gradDisabled() { return noGradHere().value_or(noGrad); }
 
 TensorImpl::~TensorImpl() {
   deferRelease(std::move(ctx));
@@ -48,7 +53,7 @@ Tensor Function::apply(std::shared_ptr<Function> fn, FunctionInputs inputs) {
     out = fn->forward(lbs);
   }
   Tensor ret(std::move(out), fn->device_, requiresGrad);
-  if (any && !Tensor::noGrad) {
+  if (any && !Tensor::gradDisabled()) {
     fn->parents_ = std::move(inputs);
     ret.impl->ctx = std::move(fn);
   }

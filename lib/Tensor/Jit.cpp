@@ -54,7 +54,27 @@ int Jit::calls() const { return impl->calls; }
 bool Jit::captured() const { return impl->calls >= 2; }
 size_t Jit::kernelCount() const { return impl->kernels; }
 
+namespace {
+// Holds a Jit's busy flag for one call; a second call at the same time is an Error.
+class Exclusive {
+public:
+  Exclusive(std::atomic<bool> &busy, const char *what) : busy(busy) {
+    LAZYJIT_USER_CHECK(!busy.exchange(true, std::memory_order_acquire), Error,
+                       "Jit: {} while another thread's call of the same Jit is in progress; a Jit is called "
+                       "by one thread at a time (give each thread its own Jit, or lock around it)",
+                       what);
+  }
+  ~Exclusive() { busy.store(false, std::memory_order_release); }
+  Exclusive(const Exclusive &) = delete;
+  Exclusive &operator=(const Exclusive &) = delete;
+
+private:
+  std::atomic<bool> &busy;
+};
+} // namespace
+
 void Jit::reset() {
+  Exclusive only(busy, "reset called concurrently");
   Fn fn = std::move(impl->fn);
   impl = std::make_unique<Impl>();
   impl->fn = std::move(fn);
@@ -63,6 +83,7 @@ void Jit::reset() {
 std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn) { return (*this)(inputsIn, {}); }
 
 std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn, const std::vector<NodeRef> &vars) {
+  Exclusive only(busy, "called concurrently");
   Impl &s = *impl;
   std::vector<Tensor> inputs = inputsIn;
   for (auto &t : inputs) t.realize();

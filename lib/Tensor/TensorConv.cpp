@@ -349,7 +349,7 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
   auto throughMasks = [&] { return symmetric && getDevice(device()).readsPaddedConvInput(HW.back()); };
   if (layouts && padded && cout / groups * window >= 64 && !throughMasks())
     return pad2d(padding_).contiguous().conv2d(weight, bias, groups, stride, dilation, {0});
-  if (!noGrad && layouts) {
+  if (!gradDisabled() && layouts) {
     auto fn = std::make_shared<ConvGradientFn>();
     fn->groups = groups;
     fn->stride = pairOf(stride, nhw, "conv2d", "stride");

@@ -16,6 +16,11 @@
 namespace lazyjit {
 
 bool Tensor::training = false;
+std::optional<bool> &Tensor::trainingHere() {
+  thread_local std::optional<bool> here;
+  return here;
+}
+bool Tensor::isTraining() { return trainingHere().value_or(training); }
 
 // ---- formatting helpers -----------------------------------------------------------------------
 
@@ -198,7 +203,7 @@ std::vector<ScheduleItem> scheduleMany(const std::vector<LazyBufferRef> &outs) {
 
 Tensor &Tensor::realize() {
   checkDefined(impl);
-  runSchedule(schedule(impl->lazydata));
+  lazyjit::realize({impl->lazydata}, configuredGraphOptions());
   return *this;
 }
 
@@ -208,7 +213,7 @@ void Tensor::corealize(const std::vector<Tensor> &tensors) {
     checkDefined(t.impl);
     outs.push_back(t.lazydata());
   }
-  runSchedule(scheduleMany(outs));
+  lazyjit::realize(outs, configuredGraphOptions());
 }
 
 std::vector<uint8_t> Tensor::toBytes() const {

@@ -76,7 +76,7 @@ Tensor Tensor::batchnorm(std::optional<Tensor> weightIn, std::optional<Tensor> b
 
 Tensor Tensor::dropout(double p) const & {
   LAZYJIT_USER_CHECK(p >= 0 && p <= 1, ShapeError, "dropout: probability {} is outside [0, 1]", p);
-  if (!training || p == 0) return *this;
+  if (!isTraining() || p == 0) return *this;
   if (p == 1) return mul(0); // the reference divides by 1 - p = 0 (Python raises); PyTorch gives 0s
   Tensor mask = Tensor::rand(shape(), {std::nullopt, device(), false}).ge(p).cast(dtypes::boolean);
   return mul(mask).mul(1 / (1.0 - p));

@@ -263,8 +263,8 @@ Value getAttribute(Value &&self, const std::string &name) {
       if (auto dt = DType::fromName(name)) return *dt;
       throw Error(fmt::format("dtypes has no dtype '{}'", name));
     }
-    if (obj == "Tensor" && name == "training") return Tensor::training;
-    if (obj == "Tensor" && name == "no_grad") return Tensor::noGrad;
+    if (obj == "Tensor" && name == "training") return Tensor::isTraining();
+    if (obj == "Tensor" && name == "no_grad") return Tensor::gradDisabled();
     if (obj == "Tensor" && isTensorMethod(name)) return MethodRefV{name};
     if (obj == "nn" && name == "optim") return BuiltinV{"optim"};
     if (obj == "nn" && name == "state") return BuiltinV{"nn.state"};

@@ -359,8 +359,8 @@ Value getTensorProperty(Tensor &&self, const std::string &name) {
   if (name == "dtype") return self.dtype();
   if (name == "ndim") return self.ndim();
   if (name == "device") return self.device();
-  if (name == "training") return Tensor::training;
-  if (name == "no_grad") return Tensor::noGrad;
+  if (name == "training") return Tensor::isTraining();
+  if (name == "no_grad") return Tensor::gradDisabled();
   if (name == "requires_grad") {
     std::optional<bool> r = self.requiresGrad();
     return r ? Value(*r) : Value(NoneV{});

@@ -18,8 +18,9 @@
 // "at most one?"). Creating a buffer links only the ops that are new, so building a chain is
 // linear. A buffer whose op is dropped at realization joins its leaves' `realizedChildren_`
 // (the reference keeps it in their sets), and `discardChild` records the reference's discards.
-// The lazy graph is not thread-safe (like the reference under the GIL): build a graph from one
-// thread at a time.
+// Threads: the graph is one per process and every op, destructor and schedule holds the graph
+// lock (GraphLock.h) while it reads or changes nodes, so graphs may be built from several threads
+// at once; the lock is not held while kernels compile or run.
 #pragma once
 
 #include "lazyjit/Graph/GraphOptions.h"

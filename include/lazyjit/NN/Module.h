@@ -1,5 +1,7 @@
 // Modules: models whose tensors can be walked and named, and the state dicts built from that walk
-// (the reference's nn.state.get_state_dict / get_parameters).
+// (the reference's nn.state.get_state_dict / get_parameters). A module, its state dict and an
+// optimizer over it may be shared by threads that read them (inference from several request
+// threads); a training step changes them and is one thread's at a time.
 //
 // C++ has no __dict__, so a model lists its members once, in one line:
 //

@@ -54,8 +54,16 @@ class Program {
 public:
   virtual ~Program() = default;
   /// Runs on `bufs` = [output, inputs...] with the kernel's variable values.
+  /// Programs are shared by every thread (the device's cache hands out one per kernel): run may
+  /// be called from several threads at once, and changes nothing in the program.
   virtual void run(std::span<Buffer *const> bufs, const VarVals &vars) = 0;
   virtual const ProgramInfo &info() const = 0;
+  /// The launch dims a run with `vars` uses (profiles): info()'s, unless they depend on `vars`.
+  virtual void launchShape(const VarVals &vars, std::vector<int64_t> &global, std::vector<int64_t> &local) const {
+    (void)vars;
+    global = info().global;
+    local = info().local;
+  }
 };
 
 /// A device's in-memory program cache: compiled programs by AST (one KernelOp per structure, so by identity) and by whether

@@ -4,6 +4,7 @@
 // cache to memory-only with one warning.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,8 +24,9 @@ public:
 
 private:
   std::string dir;
-  bool enabled_ = false;
-  bool warned = false;
+  // (the compile tasks of several threads read and disable one cache at once)
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> warned{false};
   void disable(const std::string &why);
 };
 

@@ -5,6 +5,7 @@
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Schedule/Schedule.h"
 
+#include <atomic>
 #include <functional>
 #include <vector>
 
@@ -35,7 +36,15 @@ struct RunStats {
 /// the device synchronized and recorded in RunStats::runs.
 RunStats runSchedule(std::vector<ScheduleItem> schedule, bool profile = false);
 
-/// Observer hook: called after each item runs (tests and lazyjit-dump use it).
+/// Schedules `outs` under `o` and runs the schedule (Tensor::realize): the way to realize from
+/// several threads at once. A buffer that another thread is computing (scheduled, its kernel not
+/// yet run) is not computed again: this call waits until that thread's schedule has run, then
+/// schedules what is left. A schedule runSchedule is handed directly has no such guard. Must be
+/// called without the graph lock held (GraphLock.h).
+RunStats realize(const std::vector<LazyBufferRef> &outs, const GraphOptions &o, bool profile = false);
+
+/// Observer hook: called after each item runs (tests and lazyjit-dump use it), on the thread that
+/// ran it. Set it while no other thread realizes.
 using ScheduleObserver = std::function<void(const ScheduleItem &, const Program *)>;
 void setScheduleObserver(ScheduleObserver obs);
 
@@ -55,14 +64,15 @@ using CaptureSink = std::function<void(CapturedItem)>;
 CaptureSink setCaptureSink(CaptureSink sink);
 
 /// Counters since process start (the reference's GlobalCounters).
+/// Every thread adds to them (atomics: a thread's own deltas are exact only while it runs alone).
 struct GlobalCounters {
-  int64_t kernelCount = 0;
-  int64_t copyCount = 0;
+  std::atomic<int64_t> kernelCount{0};
+  std::atomic<int64_t> copyCount{0};
   /// Kernels that wrote their output over a dying input (Realize.cpp, inPlaceInputs).
-  int64_t inPlaceCount = 0;
+  std::atomic<int64_t> inPlaceCount{0};
   /// Time spent in runSchedule (compiling and running; what is not graph building or scheduling).
   /// Kernels run asynchronously on a device are counted when a later item waits for them.
-  double runSeconds = 0;
+  std::atomic<double> runSeconds{0};
 };
 GlobalCounters &globalCounters();
 

@@ -13,10 +13,17 @@
 // Like the reference's: the function's inputs must be the tensors passed in (realized first);
 // tensors it creates from host data or random numbers inside are captured as they were on the
 // second call, so pass changing data as inputs.
+//
+// Threads: separate Jit objects may be called from separate threads at once (each replays its own
+// buffers; the programs they share run concurrently). One Jit is not for two threads at once: its
+// captured buffers are its one set of intermediates and outputs. A call (or reset) that finds
+// another call of the same Jit in progress throws an Error saying so instead of corrupting them;
+// give each request thread its own Jit, or lock around a shared one.
 #pragma once
 
 #include "lazyjit/Tensor/Tensor.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -49,6 +56,8 @@ public:
 private:
   struct Impl;
   std::unique_ptr<Impl> impl;
+  /// A call or reset is in progress (here, not in Impl: reset replaces Impl).
+  std::atomic<bool> busy{false};
 };
 
 } // namespace lazyjit

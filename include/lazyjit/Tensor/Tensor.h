@@ -5,6 +5,14 @@
 //
 // Fusion depends on which tensors are alive: an intermediate Tensor you keep (or drop) changes the
 // kernels exactly as keeping (or `del`-ing) it does in the reference.
+//
+// Threads (docs/architecture.md, "Threads"): tensors may be built and realized from several
+// threads at once. A realized tensor (a model's weights) may be read by any number of threads; a
+// lazy tensor shared between threads may be realized by any of them and is computed once. A
+// Tensor handle itself is not for assigning (`assign`, `setGrad`, `=`) in one thread while another
+// uses it, and one model is not trained from two threads at once (its gradients and optimizer
+// state are one set). The process-wide flags `training` and `noGrad` are set before threads
+// start; the guards below are per thread.
 #pragma once
 
 #include "lazyjit/Graph/LazyBuffer.h"
@@ -164,15 +172,17 @@ public:
   /// Backpropagates from this scalar: every tensor it depends on that requires a gradient gets
   /// (or accumulates into) its grad(). The graph behind it is released as it is walked.
   Tensor &backward();
-  /// While set, ops record no autograd graph (their results still report requires_grad). Use
-  /// NoGradGuard to set it in a scope.
+  /// While set, ops record no autograd graph (their results still report requires_grad). The
+  /// flag is the process's: set it before other threads use tensors. NoGradGuard sets it for the
+  /// calling thread only, in a scope; gradDisabled() is what ops read.
   static bool noGrad;
+  static bool gradDisabled();
   struct NoGradGuard {
-    explicit NoGradGuard(bool on = true) : prev(noGrad) { noGrad = on; }
-    ~NoGradGuard() { noGrad = prev; }
+    explicit NoGradGuard(bool on = true) : prev(noGradHere()) { noGradHere() = on; }
+    ~NoGradGuard() { noGradHere() = prev; }
     NoGradGuard(const NoGradGuard &) = delete;
     NoGradGuard &operator=(const NoGradGuard &) = delete;
-    bool prev;
+    std::optional<bool> prev;
   };
 
   // ---- creation -------------------------------------------------------------------------------
@@ -235,20 +245,26 @@ public:
     return x;
   }
 
-  /// Training mode (changes batchnorm and dropout). Use TrainingGuard to set it in a scope.
+  /// Training mode (changes batchnorm and dropout). The flag is the process's: set it before other
+  /// threads use tensors. TrainingGuard sets it for the calling thread only, in a scope (request
+  /// threads evaluating while another trains); isTraining() is what ops read.
   static bool training;
+  static bool isTraining();
   struct TrainingGuard {
-    explicit TrainingGuard(bool on = true) : prev(training) { training = on; }
-    ~TrainingGuard() { training = prev; }
+    explicit TrainingGuard(bool on = true) : prev(trainingHere()) { trainingHere() = on; }
+    ~TrainingGuard() { trainingHere() = prev; }
     TrainingGuard(const TrainingGuard &) = delete;
     TrainingGuard &operator=(const TrainingGuard &) = delete;
-    bool prev;
+    std::optional<bool> prev;
   };
 
   std::string repr() const;
 
 private:
   std::shared_ptr<TensorImpl> impl;
+  /// The calling thread's guards' settings (unset: the process's flag).
+  static std::optional<bool> &noGradHere();
+  static std::optional<bool> &trainingHere();
 
   friend class TensorInternals;
   friend class Operand;
