@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,10 +85,25 @@ struct Result {
   std::map<std::string, double> vs; // ratio of our rate to a peer's
   bool vsCopy = false;               // add the ratio to the copy ceiling once it is final
   std::string note;
+  /// The same workload at the reference's fusion level (OPT=2), timed in turns with this one
+  /// (timeAgainstPeers), and its kernel count; none where this row already runs at OPT=2.
+  std::optional<Timing> refT;
+  int refKernels = 0;
 };
 
-/// Times `ours` in turns with `peers` (timeInterleaved, `perRound` timed calls a turn): our
-/// Timing goes to `r.t`, and each peer's median over ours to `r.vs` under the peer's name.
+/// Times `ours` in turns with `peers` (timeInterleaved, `perRound` timed calls a turn) and, where
+/// the configured fusion level is not the reference's, with `ours` again at OPT=2: our Timing
+/// goes to `r.t`, the reference level's to `r.refT` (its median over ours to `r.vs["ref"]`, so
+/// above 1 means the default level is faster), and each peer's median over ours to `r.vs` under
+/// the peer's name.
 void timeAgainstPeers(Result &r, const Call &ours, const std::vector<Peer> &peers, int perRound = 2);
+
+/// `call` run at the reference's fusion level (OPT=2): the graph it builds and the kernels it
+/// runs are the reference's.
+void atReferenceLevel(const Call &call);
+
+/// The row `W<n>-ref` of a row timed with its reference level (`r.refT`): the same rate unit and
+/// peers, each ratio over the reference level's median.
+Result referenceRow(const Result &r);
 
 } // namespace lazyjit::bench

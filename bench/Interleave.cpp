@@ -1,6 +1,7 @@
 // Timing workloads in turns, and waiting for a peer's idle threads to stop taking a CPU
 // (BenchUtil.h).
 #include "BenchUtil.h"
+#include "lazyjit/Support/Config.h"
 
 #include <dirent.h>
 #include <sys/syscall.h>
@@ -105,12 +106,38 @@ std::vector<Timing> timeInterleaved(const std::vector<Call> &calls, int rounds, 
   return out;
 }
 
+void atReferenceLevel(const Call &call) {
+  Config c = config();
+  c.opt = kReferenceOptLevel;
+  ScopedConfig scope(c);
+  call();
+}
+
 void timeAgainstPeers(Result &r, const Call &ours, const std::vector<Peer> &peers, int perRound) {
   std::vector<Call> calls{ours};
   for (const auto &p : peers) calls.push_back(p.call);
+  bool withRef = config().opt != kReferenceOptLevel;
+  if (withRef) calls.push_back([&ours] { atReferenceLevel(ours); });
   std::vector<Timing> t = timeInterleaved(calls, kRounds, perRound);
   r.t = t[0];
   for (size_t i = 0; i < peers.size(); ++i) r.vs[peers[i].name] = t[i + 1].median / r.t.median;
+  if (withRef) {
+    r.refT = t.back();
+    r.vs["ref"] = r.refT->median / r.t.median;
+  }
+}
+
+Result referenceRow(const Result &r) {
+  Result ref{r.id + "-ref", r.name + " (OPT=2)", r.unit};
+  ref.t = *r.refT;
+  double scale = r.t.median / ref.t.median; // ours over the reference level's time
+  // every rate of the bench is work per second, so it scales with the inverse of the median
+  ref.rate = r.rate * scale;
+  ref.kernels = r.refKernels;
+  ref.vsCopy = r.vsCopy;
+  for (const auto &[name, v] : r.vs)
+    if (name != "ref" && name != "jit") ref.vs[name] = v * scale;
+  return ref;
 }
 
 } // namespace lazyjit::bench

@@ -38,6 +38,10 @@ Result runTensor(const std::string &id, const std::string &name, const std::stri
     Tensor probe = build();
     r.kernels = countKernels(probe);
   }
+  atReferenceLevel([&] {
+    Tensor probe = build();
+    r.refKernels = countKernels(probe);
+  });
   timeAgainstPeers(
       r,
       [&] {

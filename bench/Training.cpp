@@ -34,12 +34,14 @@ template <typename Model>
 Result trainStep(const std::string &id, const std::string &name, Model &model, const Shape &inputShape, int batch,
                  const std::string &device, const std::vector<Peer> &peers) {
   Tensor::manualSeed(7);
+  const int defaultOpt = config().opt; // the level of this row; timeAgainstPeers adds OPT=2's
   nn::optim::LAMB opt = nn::optim::Adam(nn::getParameters(model), 1e-3);
   Tensor x = Tensor::rand(inputShape, {std::nullopt, device}).realize();
   Tensor y = Tensor::randint({batch}, 0, 10, {dtypes::int32, device}).realize();
-  int64_t kernels = 0;
+  int64_t kernels = 0, refKernels = 0;
   double runSeconds = 0, wall = 0;
   auto step = [&] {
+    bool atRef = config().opt == kReferenceOptLevel && config().opt != defaultOpt;
     int64_t k0 = globalCounters().kernelCount;
     double r0 = globalCounters().runSeconds;
     auto a = Clock::now();
@@ -49,6 +51,10 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
     opt.step();
     loss.realize();
     getDevice(device).synchronize();
+    if (atRef) { // the reference level's step, timed in turns with ours (timeAgainstPeers)
+      refKernels = globalCounters().kernelCount - k0;
+      return;
+    }
     wall = seconds(a, Clock::now());
     kernels = globalCounters().kernelCount - k0;
     runSeconds = globalCounters().runSeconds - r0;
@@ -57,6 +63,7 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
   timeAgainstPeers(r, step, peers, 1); // (one timed step a turn)
   r.rate = 1.0 / r.t.median;
   r.kernels = static_cast<int>(kernels);
+  r.refKernels = static_cast<int>(refKernels);
   double building = 100.0 * (wall - runSeconds) / wall;
   // the same step captured by lazyjit::Jit and replayed (x and y are its inputs)
   Jit jit([&](const std::vector<Tensor> &in) {

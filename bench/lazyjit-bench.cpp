@@ -47,6 +47,35 @@ void printTable(const std::vector<Result> &results) {
   }
 }
 
+// The default level against the reference's, row by row: a row whose default runs slower than
+// OPT=2 beyond the run's noise (the two medians' spread, at least 5%) is named.
+std::string joined(const std::vector<std::string> &items) {
+  std::string out;
+  for (const auto &s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+void printDefaultAgainstReference(const std::vector<Result> &results) {
+  std::vector<std::string> slower;
+  int pairs = 0;
+  for (const auto &r : results) {
+    if (!r.refT) continue;
+    ++pairs;
+    double ratio = r.vs.at("ref"); // the reference level's median over ours
+    // the noise of this pair: the larger of the two timings' relative spread around their medians
+    auto spread = [](const Timing &t) { return t.median > 0 ? (t.max - t.min) / (2 * t.median) : 0.0; };
+    double noise = std::max({0.05, spread(r.t), spread(*r.refT)});
+    if (ratio < 1.0 - noise) slower.push_back(fmt::format("{} ({:.2f}x, noise {:.0f}%)", r.id, ratio, noise * 100));
+  }
+  if (pairs == 0) return;
+  if (slower.empty())
+    std::printf("\ndefault level OPT=%d against OPT=2 (ref=, timed in turns): at least as fast on all %d rows\n",
+                config().opt, pairs);
+  else
+    std::printf("\ndefault level OPT=%d against OPT=2 (ref=, timed in turns): SLOWER on %zu of %d rows: %s\n",
+                config().opt, slower.size(), pairs, joined(slower).c_str());
+}
+
 // Returns false if the file could not be written.
 bool writeJson(const std::string &jsonPath, const std::vector<Result> &results, const std::string &device,
                int threads, const char *coretype, const std::string &blasCore) {
@@ -145,7 +174,7 @@ int main(int argc, char **argv) {
     if (const char *detected = std::getenv("LAZYJIT_BENCH_OPENBLAS_DETECTED"))
       coreNote = "set by the bench: OpenBLAS chose " + std::string(detected) + " for this CPU";
     std::printf("lazyjit-bench  device=%s  threads=%d  cpu=%s  OPENBLAS_CORETYPE=%s (%s)  LLVM %s  "
-                "OPT=%d (rows suffixed -opt5: OPT=5)\n",
+                "OPT=%d (rows suffixed -ref: OPT=2, the reference's kernels, timed in turns with the row above)\n",
                 device.c_str(), threads, cpuName().c_str(), coretype ? coretype : "(unset)", coreNote.c_str(),
                 llvmVersionString().c_str(), config().opt);
 #ifdef LAZYJIT_BENCH_OPENBLAS
@@ -175,49 +204,30 @@ int main(int argc, char **argv) {
       results.push_back(r);
     }
 
-    if (enabled("W1")) results.push_back(benchW1(sz, device, gpu));
-    if (enabled("W2")) results.push_back(benchW2(sz, device, gpu, readRate));
-    // rows measured at OPT=5 (row fusion, the convolutions' layouts) beside the default level's, ids
-    // suffixed "-opt5"
-    auto atOpt5 = [&](const std::function<Result()> &f) {
-      Config c = config();
-      c.opt = 5;
-      ScopedConfig scope(c);
-      Result r = f();
-      r.id += "-opt5";
-      r.name += " (OPT=5)";
-      return r;
+    // each kernel and training row W<n> runs at the configured (default) level and, timed in turns
+    // with it, at the reference's level OPT=2: the row W<n>-ref follows it
+    auto add = [&](const Result &r) {
+      results.push_back(r);
+      if (r.refT) results.push_back(referenceRow(r));
     };
-    if (enabled("W3")) {
-      results.push_back(benchW3(sz, device, gpu));
-      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW3(sz, device, gpu); }));
-    }
-    if (enabled("W4")) {
-      results.push_back(benchW4(sz, device, gpu));
-      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW4(sz, device, gpu); }));
-    }
-    if (!gpu && enabled("W5a")) results.push_back(benchW5("W5a", sz.n5a, device, gpu));
-    if (enabled("W5b")) results.push_back(benchW5("W5b", sz.n5b, device, gpu));
-    if (enabled("W6")) results.push_back(benchW6(sz, device, gpu));
-    if (enabled("W7")) {
-      results.push_back(benchW7(sz, device, gpu));
-      // (OPT=5 writes the padded input out once: the convolution then reads it without masks)
-      results.push_back(atOpt5([&] { return benchW7(sz, device, gpu); }));
-    }
+    if (enabled("W1")) add(benchW1(sz, device, gpu));
+    if (enabled("W2")) add(benchW2(sz, device, gpu, readRate));
+    if (enabled("W3")) add(benchW3(sz, device, gpu));
+    if (enabled("W4")) add(benchW4(sz, device, gpu));
+    if (!gpu && enabled("W5a")) add(benchW5("W5a", sz.n5a, device, gpu));
+    if (enabled("W5b")) add(benchW5("W5b", sz.n5b, device, gpu));
+    if (enabled("W6")) add(benchW6(sz, device, gpu));
+    if (enabled("W7")) add(benchW7(sz, device, gpu));
     // the training steps, against libtorch's (same process, same thread count)
-    if (enabled("W10")) {
-      results.push_back(benchW10(512, device));
-      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW10(512, device); }));
-    }
-    if (enabled("W11")) {
-      results.push_back(benchW11(gpu ? 4096 : 256, device));
-      if (rowKernelDevice(device)) results.push_back(atOpt5([&] { return benchW11(gpu ? 4096 : 256, device); }));
-    }
+    if (enabled("W10")) add(benchW10(512, device));
+    if (enabled("W11")) add(benchW11(gpu ? 4096 : 256, device));
     if (enabled("W9d")) results.push_back(benchW9d(device));
     if (enabled("W9a")) results.push_back(benchW9a(device));
     if (enabled("W9b"))
       for (int ops : {200, 20000, 200000}) results.push_back(benchW9b(device, ops));
     if (enabled("W9c") && !gpu) results.push_back(benchW9c(sz));
+    if (enabled("W14") && !gpu)
+      for (const auto &r : benchW14(device)) results.push_back(r);
 
     // The memory bandwidth of a shared host drifts during a run: measure the ceiling again at the
     // end and hold every workload to the higher of the two (the stricter ratio).
@@ -241,6 +251,7 @@ int main(int argc, char **argv) {
     if (!enabled("W8")) results.erase(results.begin() + static_cast<std::ptrdiff_t>(w8Index));
 
     printTable(results);
+    printDefaultAgainstReference(results);
     QuietStats q = quietStats();
     if (q.waits)
       std::printf("\nlazyjit and its peers were timed in turns (%d rounds); before each turn the bench waited for "

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test through CTest.
-#   scripts/test.sh                  sanitizer build of the unit tests (+ short fuzz runs), then the
-#                                    full build + all tests
+#   scripts/test.sh                  sanitizer build of the unit tests (+ short fuzz runs, and the
+#                                    threads stress test under ThreadSanitizer), then the full
+#                                    build + all tests
 #   scripts/test.sh --no-sanitize    only the full build + all tests
-#   scripts/test.sh --sanitize       only the ASan+UBSan build of the unit tests and fuzz targets
+#   scripts/test.sh --sanitize       only the ASan+UBSan build of the unit tests and fuzz targets,
+#                                    and the ThreadSanitizer build of the threads stress test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,15 +31,25 @@ if [ "$mode" != main ]; then
     echo "== sanitizer build (clang-19, ASan + UBSan, fuzz targets): unit tests and short fuzz runs"
     cmake --preset fuzz >/dev/null
     cmake --build build-fuzz -j "$jobs" --target lazyjit-unittests lazyjit-fuzzers
-    ctest --test-dir build-fuzz -L unit --output-on-failure -j "$jobs"
+    # (the -ref entries repeat numeric suites at OPT=2: the full build runs them)
+    ctest --test-dir build-fuzz -L unit -LE ref --output-on-failure -j "$jobs"
     ctest --test-dir build-fuzz -L fuzz --output-on-failure -j "$jobs"
   else
     echo "== sanitizer build (ASan + UBSan) of the unit tests (clang-19 missing: no fuzz targets)"
     cmake --preset asan >/dev/null
     cmake --build build-asan -j "$jobs" --target lazyjit-unittests
-    ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
+    ctest --test-dir build-asan -L unit -LE ref --output-on-failure -j "$jobs"
   fi
   unset LAZYJIT_BOUNDS ASAN_OPTIONS UBSAN_OPTIONS
+  if command -v clang++-19 >/dev/null; then
+    # the threads stress test under ThreadSanitizer (the `tsan` preset): only its executable is
+    # built. LLVM is not instrumented; tools/tsan.supp lists races reported inside it, if any.
+    echo "== thread sanitizer build (clang-19): the threads stress test"
+    cmake --preset tsan >/dev/null
+    cmake --build build-tsan -j "$jobs" --target ThreadsTests
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp" \
+      ctest --test-dir build-tsan -L threads --output-on-failure
+  fi
 fi
 
 if [ "$mode" != sanitize ]; then

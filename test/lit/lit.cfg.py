@@ -1,11 +1,17 @@
 # lit configuration of lazyjit's regression tests: every .lj script and .ast file under test/lit
 # runs its RUN lines through lazyjit-dump and FileCheck. Outputs go to the build tree.
 import os
+import sys
 
-import lit.formats
+sys.path.insert(0, os.path.dirname(__file__))
+from reflevel import NumericAtReferenceLevel  # noqa: E402
 
 config.name = "lazyjit"
-config.test_format = lit.formats.ShTest(execute_external=False)
+
+# `--param opt=N` (CTest's lit-ref): the programs that check values run again at OPT=N
+# (reflevel.py); the others are reported unsupported in that run.
+ref_opt = lit_config.params.get("opt")
+config.test_format = NumericAtReferenceLevel(ref_opt)
 config.suffixes = [".lj", ".ast"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
@@ -28,6 +34,8 @@ for knob in ["DEBUG", "OPT", "DEVICE", "NOOPT", "LAZYCACHE", "MERGE_VIEW", "GRAP
              "REDUCEOP_SPLIT_THRESHOLD", "LLVMOPT", "CUDA_ARCH", "DISABLE_COMPILER_CACHE", "LAZYJIT_CPU"]:
     config.environment.pop(knob, None)
 config.environment["LAZYJIT_CACHE"] = os.path.join(config.test_exec_root, "kernel-cache")
+if ref_opt is not None:
+    config.environment["OPT"] = ref_opt
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", "/usr/bin:/bin")])
 

@@ -160,7 +160,7 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
   app.add_option("--target", inv.dump.target, "target triple for code generation");
   app.add_option("--mcpu", inv.dump.mcpu, "target CPU for code generation");
   app.add_option("--opt", inv.opt,
-                 fmt::format("fusion level (OPT): 0-4 the reference's, 5 is 2 plus row fusion and conv layouts (0-{})", kMaxOptLevel))
+                 fmt::format("fusion level (OPT; default {}): 0-4 the reference's (2 gives its kernels exactly), 5 is 2 plus row fusion and conv layouts (0-{})", kDefaultOptLevel, kMaxOptLevel))
       ->check(CLI::Range(0, kMaxOptLevel));
   app.add_flag("--noopt", inv.noopt, "no kernel optimizations");
   app.add_option("--debug", inv.debug, fmt::format("debug level (DEBUG, 0-{})", kMaxDebugLevel))

@@ -106,14 +106,20 @@ TEST_CASE("ASTText: elementwise programs round-trip") {
 }
 
 TEST_CASE("ASTText: reduce programs round-trip") {
-  Tensor a = E({10, 10}), b = E({10});
-  checkProgram({(a * a).sum()});
-  checkProgram({a.sum(std::vector<int64_t>{0}) + b});
-  checkProgram({a.max(std::vector<int64_t>{1}, true).relu()});
-  checkProgram({a.softmax()}, 2);
-  checkProgram({a.logSoftmax(0)}, 2);
-  Tensor m = E({4, 8}), w = E({8, 3});
-  checkProgram({m.matmul(w)});
+  // at the reference's level (softmax is two reduce kernels and more) and at the default (its
+  // reductions over a row fused into one kernel)
+  for (int opt : {kReferenceOptLevel, kDefaultOptLevel}) {
+    CAPTURE(opt);
+    testing::AtOpt level(opt);
+    Tensor a = E({10, 10}), b = E({10});
+    checkProgram({(a * a).sum()});
+    checkProgram({a.sum(std::vector<int64_t>{0}) + b});
+    checkProgram({a.max(std::vector<int64_t>{1}, true).relu()});
+    checkProgram({a.softmax()}, opt == kReferenceOptLevel ? 2 : 1);
+    checkProgram({a.logSoftmax(0)}, opt == kReferenceOptLevel ? 2 : 1);
+    Tensor m = E({4, 8}), w = E({8, 3});
+    checkProgram({m.matmul(w)});
+  }
 }
 
 TEST_CASE("ASTText: movement programs round-trip (pad, shrink, flip, permute, stride)") {

@@ -16,10 +16,15 @@ inline constexpr int kMaxDebugLevel = 7;
 /// The highest OPT level: 0-4 are the reference's, 5 is 2 plus row fusion and a convolution's
 /// layouts: its gradients computed directly, a padded input written out once (docs/architecture.md).
 inline constexpr int kMaxOptLevel = 5;
+/// The reference's fusion level (tinygrad's default): OPT=2 gives its kernel decisions exactly.
+inline constexpr int kReferenceOptLevel = 2;
+/// The level used when OPT is not set: lazyjit's best, which is never slower than the reference's
+/// on the bench's workloads (docs/architecture.md, "Fusion levels"). OPT=2 asks for the reference.
+inline constexpr int kDefaultOptLevel = kMaxOptLevel;
 
 struct Config {
   int debug = 0;                         ///< DEBUG: 0..kMaxDebugLevel, what is logged to stderr
-  int opt = 2;                           ///< OPT: the reference's fusion levels 0..4, and 5 (2 + row fusion)
+  int opt = kDefaultOptLevel;            ///< OPT: the reference's fusion levels 0..4, and 5 (2 + row fusion, the default)
   bool lazyCache = true;                 ///< LAZYCACHE: dedup identical lazy ops
   int64_t reduceSplitThreshold = 32768;  ///< REDUCEOP_SPLIT_THRESHOLD
   bool mergeView = true;                 ///< MERGE_VIEW: fold reshapes into the last view
@@ -46,7 +51,8 @@ struct Config {
 
 /// The process-wide configuration, parsed from the environment on first use.
 const Config &config();
-/// Replaces the process-wide configuration (tools apply their flags, tests their levels).
+/// Replaces the process-wide configuration (tools apply their flags, tests their levels). Not
+/// while other threads use lazyjit: they read the configuration without a lock (set it first).
 void setConfig(const Config &c);
 
 /// Restores the previous configuration when it goes out of scope.
