@@ -96,6 +96,19 @@ void ThreadPool::releaseCore() {
   coreCv.notify_one();
 }
 
+// Holds a core of the pool for the calling thread (waiting for one first) for a scope.
+class ThreadPool::CoreScope {
+public:
+  explicit CoreScope(ThreadPool &pool) : pool(pool) { pool.acquireCore(); }
+  ~CoreScope() { pool.releaseCore(); }
+  CoreScope(const CoreScope &) = delete;
+  CoreScope &operator=(const CoreScope &) = delete;
+
+private:
+  ThreadPool &pool;
+  OnCore on;
+};
+
 void ThreadPool::recruit(const std::shared_ptr<Batch> &b) {
   size_t left = b->count - std::min(b->count, b->next.load());
   if (left <= 1) return; // the caller takes the last one itself
@@ -144,12 +157,7 @@ void ThreadPool::runAll(const std::vector<std::function<void()>> &tasks) {
     for (const auto &t : tasks) t();
     return;
   }
-  acquireCore();
-  struct Release {
-    ThreadPool &pool;
-    ~Release() { pool.releaseCore(); }
-  } release{*this};
-  OnCore on;
+  CoreScope core(*this);
   if (tasks.size() == 1 || workers.empty()) {
     for (const auto &t : tasks) t();
     return;
@@ -169,10 +177,15 @@ void ThreadPool::runAll(const std::vector<std::function<void()>> &tasks) {
 void ThreadPool::parallelFor(int64_t n, size_t chunks, const std::function<void(int64_t, int64_t)> &fn) {
   if (n <= 0) return;
   chunks = std::min<size_t>(chunks, static_cast<size_t>(n));
+  if (chunks <= 1) { // a small kernel: on the caller, on a core (no task list to build)
+    if (tOnCore) return fn(0, n);
+    CoreScope core(*this);
+    return fn(0, n);
+  }
   std::vector<std::function<void()>> tasks;
-  for (size_t c = 0; c < std::max<size_t>(chunks, 1); ++c) {
-    int64_t b = n * static_cast<int64_t>(c) / static_cast<int64_t>(std::max<size_t>(chunks, 1));
-    int64_t e = n * static_cast<int64_t>(c + 1) / static_cast<int64_t>(std::max<size_t>(chunks, 1));
+  for (size_t c = 0; c < chunks; ++c) {
+    int64_t b = n * static_cast<int64_t>(c) / static_cast<int64_t>(chunks);
+    int64_t e = n * static_cast<int64_t>(c + 1) / static_cast<int64_t>(chunks);
     if (b < e) tasks.push_back([&fn, b, e] { fn(b, e); });
   }
   runAll(tasks);

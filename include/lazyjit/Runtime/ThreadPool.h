@@ -46,6 +46,7 @@ public:
 
 private:
   struct Batch;
+  class CoreScope;
   std::vector<std::thread> workers;
   mutable std::mutex mu;
   std::condition_variable ticketCv; ///< workers wait for a ticket
