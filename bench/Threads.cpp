@@ -59,6 +59,8 @@ std::vector<Result> benchW14(const std::string &device) {
   for (size_t c = 0; c < threadCounts.size(); ++c) calls.push_back([&, c] { serve(c); });
   std::vector<Timing> t = timeInterleaved(calls, kRounds, 1, 1);
 
+  int kernels = 0; // of one request
+  for (const auto &si : schedule(basicBlock(xs[0], w1, w2).sum().lazydata())) kernels += si.isKernel();
   std::vector<Result> out;
   ThreadPool &pool = ThreadPool::global();
   for (size_t c = 0; c < threadCounts.size(); ++c) {
@@ -67,6 +69,7 @@ std::vector<Result> benchW14(const std::string &device) {
                  std::to_string(threadCounts[c]) + " request threads",
              "req/s"};
     r.t = t[c];
+    r.kernels = kernels;
     r.rate = kRequests / t[c].median;
     r.vs["t1"] = t[0].median / t[c].median; // throughput over one thread running every request
     std::vector<double> &l = latencies[c];
