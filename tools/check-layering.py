@@ -7,7 +7,7 @@ CompileOptions), so a `config()` call in one of them is a violation too. Prints 
 FILE:LINE: ... and exits 1 if there is one. Usage: check-layering.py [SOURCE_DIR]"""
 import os, re, sys
 
-ORDER = ["Support", "Graph", "Schedule", "CodeGen", "Runtime", "Tensor", "NN"]
+ORDER = ["Support", "Graph", "Schedule", "CodeGen", "Runtime", "Tensor", "NN", "ONNX"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"lazyjit/([A-Za-z]+)/')
 NO_CONFIG = ["Graph", "Schedule", "CodeGen"]
 # the configuration's accessors; logging's DEBUG queries (LAZYJIT_LOG, debugAtLeast) are allowed
