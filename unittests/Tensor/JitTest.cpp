@@ -121,3 +121,28 @@ TEST_CASE("Jit: inputs that differ from the captured ones are errors; reset() fo
   for (int i = 0; i < 3; ++i) CHECK(jit({big})[0].toVector<float>() == (big + 1).toVector<float>());
   CHECK(jit.captured());
 }
+
+TEST_CASE("Jit: a call that finds another call of the same Jit in progress is an Error, and the Jit still works") {
+  // the same check that stops a second thread (unittests/Threads): here the function calls its
+  // own Jit, which is deterministically "in progress"
+  Jit *self = nullptr;
+  bool inner = true;
+  Jit jit([&](const std::vector<Tensor> &in) {
+    if (inner) {
+      inner = false;
+      CHECK_THROWS_WITH_AS((*self)(in), doctest::Contains("Jit: called concurrently while another thread's call of "
+                                                          "the same Jit is in progress"),
+                           Error);
+      CHECK_THROWS_WITH_AS(self->reset(), doctest::Contains("Jit: reset called concurrently"), Error);
+    }
+    return std::vector<Tensor>{in[0] * 2 + 1};
+  });
+  self = &jit;
+  for (int call = 0; call < 4; ++call) {
+    CAPTURE(call);
+    Tensor x = Tensor::fromVector(std::vector<float>{1, 2, 3}, {3}).realize();
+    CHECK(jit({x})[0].toVector<float>() == std::vector<float>{3, 5, 7});
+  }
+  CHECK(jit.captured());
+  CHECK_FALSE(inner);
+}
