@@ -15,8 +15,9 @@ namespace lazyjit {
 /// A walk over a long graph that kept "seen" or "result index" in an address table probed that
 /// table at random: the tables of a 200,000-op chain are megabytes, and every probe missed the
 /// caches that the node it asked about had just been read into. A mark lives in the node the walk
-/// is reading anyway. The graph is not thread-safe (LazyBuffer.h), and one thread has at most one
-/// WalkMarks at a time (a second is an internal error), so no two walks share a node's mark.
+/// is reading anyway. Walks run under the graph lock (GraphLock.h: one thread in the graph at a
+/// time), and one thread has at most one WalkMarks at a time (a second is an internal error), so
+/// no two walks share a node's mark.
 class WalkMarks {
 public:
   WalkMarks();
