@@ -1,6 +1,7 @@
 // A protobuf writer just big enough to build ONNX test inputs field by field, and the helpers the
 // ONNX reader's tests share (a tensor's float bytes, an attribute header, a tensor ValueInfoProto,
-// parseModel on a writer's bytes). No files and no protobuf library: every test input is built in
+// parseModel on a writer's bytes) and the importer's tests build graphs with (nodes, attributes,
+// initializers, a model importing one opset). No files and no protobuf library: every test input is built in
 // the test that reads it.
 #pragma once
 
@@ -114,6 +115,60 @@ inline Pb tensorInfo(std::string_view name, DataType elem, std::initializer_list
   Pb vi;
   vi.bytes(1, name).msg(2, type);
   return vi;
+}
+
+// ---- graph builders (the importer's tests) ------------------------------------------------------
+
+/// A NodeProto calling `opType` (default domain) with attributes added by the caller.
+inline Pb node(std::string_view opType, std::initializer_list<std::string_view> inputs,
+               std::initializer_list<std::string_view> outputs, std::string_view name = "") {
+  Pb n;
+  for (std::string_view in : inputs) n.bytes(1, in);
+  for (std::string_view out : outputs) n.bytes(2, out);
+  if (!name.empty()) n.bytes(3, name);
+  n.bytes(4, opType);
+  return n;
+}
+inline Pb intAttr(std::string_view name, int64_t v) {
+  return attr(name, AttributeType::Int).varint(3, uint64_t(v));
+}
+inline Pb floatAttr(std::string_view name, float v) {
+  return attr(name, AttributeType::Float).f32(2, v);
+}
+inline Pb intsAttr(std::string_view name, std::initializer_list<int64_t> vs) {
+  return attr(name, AttributeType::Ints).packedVarints(8, vs);
+}
+inline Pb floatsAttr(std::string_view name, std::initializer_list<float> vs) {
+  return attr(name, AttributeType::Floats).packedFloats(7, vs);
+}
+inline Pb tensorAttr(std::string_view name, const Pb &tensor) {
+  return attr(name, AttributeType::Tensor).msg(5, tensor);
+}
+
+/// A FLOAT TensorProto with its values in raw_data.
+inline Pb floatTensor(std::string_view name, std::initializer_list<int64_t> dims,
+                      std::initializer_list<float> vs) {
+  Pb t;
+  for (int64_t d : dims) t.varint(1, uint64_t(d));
+  t.varint(2, uint64_t(DataType::Float)).bytes(8, name).bytes(9, floatBytes(vs));
+  return t;
+}
+/// An INT64 TensorProto with its values in int64_data.
+inline Pb int64Tensor(std::string_view name, std::initializer_list<int64_t> dims,
+                      std::initializer_list<int64_t> vs) {
+  Pb t;
+  for (int64_t d : dims) t.varint(1, uint64_t(d));
+  t.varint(2, uint64_t(DataType::Int64)).bytes(8, name).packedVarints(7, vs);
+  return t;
+}
+
+/// A ModelProto of `graph` importing `opset` of the default domain.
+inline Pb modelOf(const Pb &graph, int64_t opset) {
+  Pb opsetId;
+  opsetId.bytes(1, "").varint(2, uint64_t(opset));
+  Pb m;
+  m.varint(1, 8).msg(8, opsetId).msg(7, graph);
+  return m;
 }
 
 inline ModelProto parse(const std::vector<uint8_t> &bytes, const std::string &file = "test.onnx") {

@@ -1,0 +1,68 @@
+// An ONNX model as a function of Tensors: load checks that every node is one lazyjit can run, and
+// run builds the graph's outputs from its inputs with Tensor ops (nothing is computed until a
+// caller realizes them). Weights are lazy tensors that copy their bytes out of the mapped file
+// when first realized.
+//
+// Everything that can be checked without the inputs is checked at load: the default-domain opset,
+// that each node's op type is in the op table (lib/ONNX/Ops.cpp) with attributes it handles (else
+// one UnsupportedError naming the file, node, op type and opset), and that every node reads only
+// names that a graph input, an initializer or an earlier node defines (ONNX graphs are
+// topologically sorted; else an Error naming the node and the name).
+#pragma once
+
+#include "lazyjit/ONNX/Proto.h"
+#include "lazyjit/Tensor/Tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lazyjit::onnx {
+
+/// A graph input or output as the model declares it. `dims` is empty for a scalar; `hasShape` is
+/// false when the model leaves the rank unknown.
+struct ModelValue {
+  std::string name;
+  DataType dataType = DataType::Undefined;
+  std::vector<Dimension> dims;
+  bool hasShape = false;
+};
+
+/// A loaded model. Copies share the model's bytes and weights.
+class Model {
+public:
+  /// Maps and parses `path`, then checks the graph (see the top of this file).
+  static Model load(const std::string &path);
+  /// The same from a whole .onnx file's bytes; `name` names the model in messages.
+  static Model fromBytes(std::vector<uint8_t> bytes, const std::string &name = "model.onnx");
+
+  /// The graph inputs a caller gives to run(), in the graph's order (inputs that an initializer
+  /// also defines, which older models list, are left out: the initializer is their value).
+  const std::vector<ModelValue> &inputs() const { return inputs_; }
+  const std::vector<ModelValue> &outputs() const { return outputs_; }
+  /// The version of the default domain ("" or "ai.onnx") that the model imports.
+  int64_t opsetVersion() const { return opset_; }
+  const std::string &fileName() const { return fileName_; }
+
+  /// The graph's outputs by name, built from `inputs` (each graph input by name, with the dtype
+  /// and the known dims the model declares; else an Error naming the input). The results are
+  /// lazy; reading one back realizes it.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor> &inputs) const;
+
+private:
+  Model(std::shared_ptr<const void> storage, ModelProto proto, std::string fileName);
+  void check();
+
+  /// Owns the bytes that `proto`'s views point into (a MappedFile or a vector).
+  std::shared_ptr<const void> storage_;
+  std::shared_ptr<const ModelProto> proto_;
+  std::string fileName_;
+  int64_t opset_ = 0;
+  std::vector<ModelValue> inputs_, outputs_;
+  /// The initializers as lazy tensors, made once at load.
+  std::map<std::string, Tensor> initializers_;
+};
+
+} // namespace lazyjit::onnx

@@ -1,0 +1,205 @@
+// The ONNX importer's driver: load checks the graph once (opset, op table, names in topological
+// order), run walks the nodes in order with the op table's Tensor code.
+#include "lazyjit/ONNX/Model.h"
+
+#include "Ops.h"
+#include "lazyjit/Support/Error.h"
+
+#include <fmt/format.h>
+#include <set>
+
+namespace lazyjit::onnx {
+
+namespace {
+
+/// "node 'fc1' (Gemm, opset 13)", or "node #3 (...)" for a node without a name.
+std::string nodeLabel(const NodeProto &n, size_t index, int64_t opset) {
+  std::string name = n.name.empty() ? fmt::format("#{}", index) : "'" + n.name + "'";
+  return fmt::format("node {} ({}, opset {})", name, n.opType, opset);
+}
+
+/// Rethrows the exception being handled with `where: ` in front of its message, as the same type.
+/// Internal errors go through unchanged.
+[[noreturn]] void rethrowIn(const std::string &where) {
+  try {
+    throw;
+  } catch (const InternalError &) {
+    throw;
+  } catch (const ShapeError &e) {
+    throw ShapeError(where + ": " + e.what());
+  } catch (const DTypeError &e) {
+    throw DTypeError(where + ": " + e.what());
+  } catch (const UnsupportedError &e) {
+    throw UnsupportedError(where + ": " + e.what());
+  } catch (const Error &e) {
+    throw Error(where + ": " + e.what());
+  }
+}
+
+std::string elemName(DataType t) {
+  if (std::optional<DType> dt = ops::toDType(t)) return std::string(dt->name());
+  std::string_view n = dataTypeName(t);
+  return n.empty() ? fmt::format("data type {}", int32_t(t)) : std::string(n);
+}
+
+/// "float32[batch, 3]" ("?" for an unknown dim).
+std::string typeText(const ModelValue &v) {
+  std::vector<std::string> dims;
+  for (const Dimension &d : v.dims)
+    dims.push_back(d.kind == Dimension::Kind::Value   ? std::to_string(d.value)
+                   : d.kind == Dimension::Kind::Param ? d.param
+                                                      : "?");
+  return elemName(v.dataType) + (v.hasShape ? fmt::format("[{}]", fmt::join(dims, ", ")) : "");
+}
+
+std::string tensorText(const Tensor &t) {
+  return fmt::format("{}[{}]", t.dtype().name(), fmt::join(t.intShape(), ", "));
+}
+
+ModelValue toModelValue(const ValueInfoProto &v) {
+  ModelValue m;
+  m.name = v.name;
+  if (v.type && v.type->kind == TypeProto::Kind::Tensor) {
+    m.dataType = v.type->elemType;
+    if (v.type->shape) {
+      m.hasShape = true;
+      m.dims = *v.type->shape;
+    }
+  }
+  return m;
+}
+
+} // namespace
+
+Model Model::load(const std::string &path) {
+  ModelFile mf = loadModel(path);
+  return Model(mf.file, std::move(mf.model), path);
+}
+
+Model Model::fromBytes(std::vector<uint8_t> bytes, const std::string &name) {
+  auto held = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  ModelProto proto = parseModel(std::span<const uint8_t>(*held), name);
+  return Model(held, std::move(proto), name);
+}
+
+Model::Model(std::shared_ptr<const void> storage, ModelProto proto, std::string fileName)
+    : storage_(std::move(storage)), proto_(std::make_shared<const ModelProto>(std::move(proto))),
+      fileName_(std::move(fileName)) {
+  check();
+}
+
+void Model::check() {
+  LAZYJIT_USER_CHECK(proto_->graph, Error, "{}: the model has no graph", fileName_);
+  const GraphProto &g = *proto_->graph;
+  bool haveOpset = false;
+  for (const OperatorSetId &o : proto_->opsetImport)
+    if (o.domain.empty() || o.domain == "ai.onnx") {
+      opset_ = o.version;
+      haveOpset = true;
+    }
+  LAZYJIT_USER_CHECK(haveOpset, Error,
+                     "{}: the model imports no opset of the default domain ('' or 'ai.onnx')",
+                     fileName_);
+
+  std::set<std::string> defined;
+  for (const TensorProto &t : g.initializer) {
+    initializers_[t.name] =
+        ops::tensorFromProto(t, storage_, fileName_, "initializer '" + t.name + "'");
+    defined.insert(t.name);
+  }
+  for (const ValueInfoProto &v : g.input) {
+    defined.insert(v.name);
+    if (initializers_.count(v.name)) continue;
+    LAZYJIT_USER_CHECK(v.type && v.type->kind == TypeProto::Kind::Tensor, UnsupportedError,
+                       "{}: input '{}' is not a tensor, which is not supported yet", fileName_,
+                       v.name);
+    LAZYJIT_USER_CHECK(ops::toDType(v.type->elemType), UnsupportedError,
+                       "{}: input '{}' has data type {}, which is not supported", fileName_, v.name,
+                       elemName(v.type->elemType));
+    inputs_.push_back(toModelValue(v));
+  }
+  for (const ValueInfoProto &v : g.output) outputs_.push_back(toModelValue(v));
+
+  for (size_t i = 0; i < g.node.size(); ++i) {
+    const NodeProto &n = g.node[i];
+    std::string where = fileName_ + ": " + nodeLabel(n, i, opset_);
+    LAZYJIT_USER_CHECK(n.domain.empty() || n.domain == "ai.onnx", UnsupportedError,
+                       "{}: domain '{}' is not supported yet (op type {})", where, n.domain,
+                       n.opType);
+    const ops::OpDef *op = ops::findOp(n.opType);
+    LAZYJIT_USER_CHECK(op, UnsupportedError, "{}: op type {} is not supported yet", where,
+                       n.opType);
+    LAZYJIT_USER_CHECK(n.input.size() >= op->minInputs && n.input.size() <= op->maxInputs, Error,
+                       "{}: it has {} inputs; {} takes {} to {}", where, n.input.size(), n.opType,
+                       op->minInputs, op->maxInputs);
+    LAZYJIT_USER_CHECK(n.output.size() >= 1 && n.output.size() <= op->numOutputs, Error,
+                       "{}: it has {} outputs; {} has {}", where, n.output.size(), n.opType,
+                       op->numOutputs);
+    for (const std::string &in : n.input)
+      LAZYJIT_USER_CHECK(in.empty() || defined.count(in), Error,
+                         "{}: input '{}' is not a graph input, an initializer or the output of "
+                         "an earlier node",
+                         where, in);
+    try {
+      op->check(ops::NodeContext{n, opset_, fileName_, storage_});
+    } catch (const Error &) {
+      rethrowIn(where);
+    }
+    for (const std::string &out : n.output)
+      if (!out.empty()) defined.insert(out);
+  }
+  for (const ModelValue &v : outputs_)
+    LAZYJIT_USER_CHECK(defined.count(v.name), Error,
+                       "{}: graph output '{}' is not produced by any node, input or initializer",
+                       fileName_, v.name);
+}
+
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor> &inputs) const {
+  std::map<std::string, Tensor> env = initializers_;
+  for (const auto &[name, t] : inputs) {
+    bool known = initializers_.count(name) != 0;
+    for (const ModelValue &v : inputs_) known = known || v.name == name;
+    LAZYJIT_USER_CHECK(known, Error, "{}: the model has no input named '{}'", fileName_, name);
+    LAZYJIT_USER_CHECK(t.defined(), Error, "{}: input '{}' is an undefined Tensor", fileName_,
+                       name);
+    env[name] = t;
+  }
+  for (const ModelValue &v : inputs_) {
+    auto it = inputs.find(v.name);
+    LAZYJIT_USER_CHECK(it != inputs.end(), Error, "{}: input '{}' ({}) is missing", fileName_,
+                       v.name, typeText(v));
+    const Tensor &t = it->second;
+    LAZYJIT_USER_CHECK(t.dtype() == *ops::toDType(v.dataType), DTypeError,
+                       "{}: input '{}': expected {}, got {}", fileName_, v.name, typeText(v),
+                       tensorText(t));
+    if (!v.hasShape) continue;
+    std::vector<int64_t> dims = t.intShape();
+    bool fits = dims.size() == v.dims.size();
+    for (size_t i = 0; fits && i < dims.size(); ++i)
+      fits = v.dims[i].kind != Dimension::Kind::Value || v.dims[i].value == dims[i];
+    LAZYJIT_USER_CHECK(fits, ShapeError, "{}: input '{}': expected {}, got {}", fileName_, v.name,
+                       typeText(v), tensorText(t));
+  }
+
+  const GraphProto &g = *proto_->graph;
+  for (size_t i = 0; i < g.node.size(); ++i) {
+    const NodeProto &n = g.node[i];
+    const ops::OpDef *op = ops::findOp(n.opType);
+    std::vector<Tensor> in;
+    for (const std::string &name : n.input) in.push_back(name.empty() ? Tensor() : env.at(name));
+    std::vector<Tensor> out;
+    try {
+      out = op->run(ops::NodeContext{n, opset_, fileName_, storage_}, in);
+    } catch (const Error &) {
+      rethrowIn(fileName_ + ": " + nodeLabel(n, i, opset_));
+    }
+    for (size_t k = 0; k < n.output.size() && k < out.size(); ++k)
+      if (!n.output[k].empty()) env[n.output[k]] = out[k];
+  }
+
+  std::map<std::string, Tensor> result;
+  for (const ModelValue &v : outputs_) result[v.name] = env.at(v.name);
+  return result;
+}
+
+} // namespace lazyjit::onnx

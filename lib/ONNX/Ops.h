@@ -1,0 +1,51 @@
+// The ONNX op table the importer runs nodes with (private to lib/ONNX): for each supported op type
+// of the default domain, a load-time check of its attributes and input count, and the Tensor code
+// that runs it.
+#pragma once
+
+#include "lazyjit/ONNX/Proto.h"
+#include "lazyjit/Tensor/Tensor.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lazyjit::onnx::ops {
+
+/// One node as an op sees it.
+struct NodeContext {
+  const NodeProto &node;
+  int64_t opset;
+  /// The model's file name, for messages about tensors in attributes.
+  const std::string &fileName;
+  /// Keeps the bytes that attribute tensors (Constant's value) point into alive.
+  std::shared_ptr<const void> storage;
+};
+
+/// An op: `check` runs at load and throws UnsupportedError (attributes it does not handle) or
+/// Error (a malformed node); `run` takes the node's inputs (an undefined Tensor for an omitted
+/// optional one) and returns its `numOutputs` outputs in order. Their messages do not name the
+/// node: the importer puts "model.onnx: node 'fc1' (Gemm, opset 13): " in front.
+struct OpDef {
+  std::string_view opType;
+  size_t minInputs, maxInputs, numOutputs;
+  void (*check)(const NodeContext &ctx);
+  std::vector<Tensor> (*run)(const NodeContext &ctx, const std::vector<Tensor> &in);
+};
+
+/// The op named `opType` of the default domain, or null.
+const OpDef *findOp(std::string_view opType);
+
+/// The lazyjit dtype of an ONNX tensor element type, or nullopt when lazyjit has none.
+std::optional<DType> toDType(DataType t);
+
+/// A lazy tensor of `t`'s values: raw_data is copied out of `storage`'s bytes when the tensor is
+/// realized, a typed list (float_data, int64_data, ...) is copied now. `what` names the tensor in
+/// messages ("initializer 'W'"; `fileName` goes in front). External data and element types lazyjit
+/// lacks are UnsupportedErrors; data that does not match dims is an Error.
+Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage,
+                       const std::string &fileName, const std::string &what);
+
+} // namespace lazyjit::onnx::ops
