@@ -3,6 +3,7 @@
 #include "lazyjit/Graph/ShapeText.h"
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/MappedFile.h"
 #include "lazyjit/Support/Math.h"
 
 #include <nlohmann/json.hpp>
@@ -10,11 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace lazyjit {
 
@@ -24,45 +21,9 @@ namespace {
   throw ParseError(fmt::format("{}: {}", path, what));
 }
 
-/// A read-only mapping of a whole regular file, shared by the tensors that read from it.
-class MappedFile {
-public:
-  explicit MappedFile(const std::string &path) : path(path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail(path, "not a regular file");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        ::close(fd);
-        fail(path, fmt::format("cannot map: {}", std::strerror(errno)));
-      }
-      data_ = static_cast<const uint8_t *>(p);
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<uint8_t *>(data_), size_);
-  }
-  MappedFile(const MappedFile &) = delete;
-  MappedFile &operator=(const MappedFile &) = delete;
-  const uint8_t *data() const { return data_; }
-  size_t size() const { return size_; }
-  const std::string path;
-
-private:
-  const uint8_t *data_ = nullptr;
-  size_t size_ = 0;
-};
-
 /// A tensor that copies `bytes` bytes at `offset` of the mapping when realized (swapping each
 /// element's bytes first when the file is big-endian).
-Tensor lazyRegion(std::shared_ptr<MappedFile> file, size_t offset, size_t bytes, const Shape &shape, DType dt,
+Tensor lazyRegion(std::shared_ptr<const MappedFile> file, size_t offset, size_t bytes, const Shape &shape, DType dt,
                   bool byteSwap, const std::optional<std::string> &device, const std::string &name) {
   return Tensor::fromHostFunction(
       shape, dt, name,
@@ -135,7 +96,7 @@ constexpr uint64_t kMaxHeader = 100u << 20; // safetensors' own limit
 } // namespace
 
 nn::StateDict safeLoad(const std::string &path, const std::optional<std::string> &device) {
-  auto file = std::make_shared<MappedFile>(path);
+  auto file = MappedFile::open(path);
   const uint8_t *p = file->data();
   size_t size = file->size();
   if (size < 8) fail(path, fmt::format("truncated: {} bytes, too short for the 8-byte header length", size));
@@ -363,7 +324,7 @@ private:
 } // namespace
 
 Tensor npyLoad(const std::string &path, const std::optional<std::string> &device) {
-  auto file = std::make_shared<MappedFile>(path);
+  auto file = MappedFile::open(path);
   const uint8_t *p = file->data();
   size_t size = file->size();
   static const char kMagic[] = "\x93NUMPY";

@@ -1,7 +1,7 @@
 // MappedFile and loadModel on real files: the mapping's bytes, an empty file, files that cannot be
 // mapped (an error naming them), moves, and a model whose weights stay views of a mapping that the
 // model keeps alive.
-#include "lazyjit/ONNX/MappedFile.h"
+#include "lazyjit/Support/MappedFile.h"
 #include "lazyjit/ONNX/Proto.h"
 #include "lazyjit/Support/Error.h"
 

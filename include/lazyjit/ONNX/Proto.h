@@ -15,7 +15,7 @@
 // nothing is allocated for a count the input does not back with bytes.
 #pragma once
 
-#include "lazyjit/ONNX/MappedFile.h"
+#include "lazyjit/Support/MappedFile.h"
 
 #include <bit>
 #include <cstdint>

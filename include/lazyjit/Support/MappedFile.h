@@ -1,4 +1,5 @@
-// A read-only memory mapping of a whole file: the bytes an ONNX model's lazy weights read from.
+// A read-only memory mapping of a whole file: the bytes that lazily loaded weights (safetensors,
+// .npy, ONNX models) read from when they are realized.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,7 @@
 #include <span>
 #include <string>
 
-namespace lazyjit::onnx {
+namespace lazyjit {
 
 /// A whole regular file mapped read-only, unmapped when the object dies. Move-only; tensors that
 /// read from it share it through open()'s shared_ptr, which keeps the mapping alive as long as any
@@ -16,8 +17,8 @@ namespace lazyjit::onnx {
 /// Reading bytes() from several threads at once is safe.
 class MappedFile {
 public:
-  /// Maps `path`. A file that cannot be opened, is not a regular file or cannot be mapped is an
-  /// Error naming it: "model.onnx: cannot open: No such file or directory".
+  /// Maps `path`. A file that cannot be opened, is not a regular file or cannot be mapped is a
+  /// ParseError naming it: "model.onnx: cannot open: No such file or directory".
   explicit MappedFile(const std::string &path);
   /// A shared mapping of `path`, for lazy readers to hold.
   static std::shared_ptr<const MappedFile> open(const std::string &path);
@@ -42,4 +43,4 @@ private:
   size_t size_ = 0;
 };
 
-} // namespace lazyjit::onnx
+} // namespace lazyjit

@@ -1,6 +1,5 @@
-// The read-only file mapping under ONNX models (see MappedFile.h); lib/NN/State.cpp maps
-// safetensors files the same way.
-#include "lazyjit/ONNX/MappedFile.h"
+// The read-only file mapping under lazily loaded weights (see MappedFile.h).
+#include "lazyjit/Support/MappedFile.h"
 #include "lazyjit/Support/Error.h"
 
 #include <cerrno>
@@ -11,7 +10,7 @@
 #include <unistd.h>
 #include <utility>
 
-namespace lazyjit::onnx {
+namespace lazyjit {
 
 namespace {
 
@@ -22,7 +21,7 @@ struct FdCloser {
 };
 
 [[noreturn]] void fail(const std::string &path, const std::string &what) {
-  throw Error(fmt::format("{}: {}", path, what));
+  throw ParseError(fmt::format("{}: {}", path, what));
 }
 
 } // namespace
@@ -70,4 +69,4 @@ void MappedFile::unmap() noexcept {
   size_ = 0;
 }
 
-} // namespace lazyjit::onnx
+} // namespace lazyjit
