@@ -4,6 +4,7 @@
 
 #include "Ops.h"
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/MappedFile.h"
 
 #include <fmt/format.h>
 #include <set>
@@ -200,6 +201,24 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor> &in
   std::map<std::string, Tensor> result;
   for (const ModelValue &v : outputs_) result[v.name] = env.at(v.name);
   return result;
+}
+
+Tensor loadTensorFile(const std::string &path) {
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path);
+  TensorProto t = parseTensorProto(file->bytes(), path);
+  return ops::tensorFromProto(t, file, path, t.name.empty() ? "the tensor" : "tensor '" + t.name + "'");
+}
+
+Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage,
+                       const std::string &where) {
+  return ops::tensorFromProto(t, std::move(storage), where,
+                              t.name.empty() ? "the tensor" : "tensor '" + t.name + "'");
+}
+
+DataType toDataType(DType dt) {
+  for (int32_t k = 1; k <= int32_t(DataType::BFloat16); ++k)
+    if (std::optional<DType> d = ops::toDType(DataType(k)); d && *d == dt) return DataType(k);
+  return DataType::Undefined;
 }
 
 } // namespace lazyjit::onnx

@@ -1,6 +1,6 @@
 // The ONNX ops the importer runs, each as a load-time check and plain Tensor code (opset 7-17
 // semantics where they differ), and the conversion of a TensorProto into a lazy Tensor.
-#include "Ops.h"
+#include "OpUtil.h"
 
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Support/Error.h"
@@ -17,86 +17,7 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-// ---- attributes ---------------------------------------------------------------------------------
-
-const AttributeProto *findAttr(const NodeProto &n, std::string_view name) {
-  for (const AttributeProto &a : n.attribute)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-/// The attribute `name` when present, checked to hold a value of `type` (an attribute of IR
-/// version < 2 may leave its type unset).
-const AttributeProto *typedAttr(const NodeProto &n, std::string_view name, AttributeType type) {
-  const AttributeProto *a = findAttr(n, name);
-  if (!a) return nullptr;
-  LAZYJIT_USER_CHECK(a->type == type || a->type == AttributeType::Undefined, Error,
-                     "attribute '{}' is {}, not {}", name, attributeTypeName(a->type),
-                     attributeTypeName(type));
-  return a;
-}
-
-int64_t intAttr(const NodeProto &n, std::string_view name, int64_t dflt) {
-  const AttributeProto *a = typedAttr(n, name, AttributeType::Int);
-  return a ? a->i : dflt;
-}
-float floatAttr(const NodeProto &n, std::string_view name, float dflt) {
-  const AttributeProto *a = typedAttr(n, name, AttributeType::Float);
-  return a ? a->f : dflt;
-}
-std::optional<std::vector<int64_t>> intsAttr(const NodeProto &n, std::string_view name) {
-  const AttributeProto *a = typedAttr(n, name, AttributeType::Ints);
-  if (!a) return std::nullopt;
-  return a->ints;
-}
-int64_t requiredIntAttr(const NodeProto &n, std::string_view name) {
-  LAZYJIT_USER_CHECK(findAttr(n, name), Error, "the required attribute '{}' is missing", name);
-  return intAttr(n, name, 0);
-}
-
-// ---- shapes -------------------------------------------------------------------------------------
-
-/// `axis` in [-rank, rank) made non-negative.
-int64_t normalizeAxis(int64_t axis, int64_t rank, std::string_view what) {
-  LAZYJIT_USER_CHECK(axis >= -rank && axis < rank, ShapeError, "{} {} is out of range for rank {}",
-                     what, axis, rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
-Shape toShape(const std::vector<int64_t> &dims) {
-  Shape s;
-  for (int64_t d : dims) s.emplace_back(d);
-  return s;
-}
-
-std::string dimsText(const std::vector<int64_t> &dims) {
-  return fmt::format("[{}]", fmt::join(dims, ", "));
-}
-
-int64_t product(const std::vector<int64_t> &dims, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= dims[i];
-  return p;
-}
-
-/// The values of a shape-like input (Reshape's shape, Unsqueeze's axes), read on the host. This
-/// realizes the tensor: usually an initializer or a Constant, else whatever computed it.
-std::vector<int64_t> hostInts(const Tensor &t, std::string_view what) {
-  LAZYJIT_USER_CHECK(t.dtype().isInt(), DTypeError, "{} must be an integer tensor, not {}", what,
-                     t.dtype().name());
-  LAZYJIT_USER_CHECK(t.ndim() <= 1, ShapeError, "{} must be 1-D, not rank {}", what, t.ndim());
-  return t.toVector<int64_t>();
-}
-
-/// Keeps a binary op's result in the first operand's dtype, as ONNX does (Tensor's Div and Pow may
-/// promote integers to floats; casting back truncates as ONNX's integer division does).
-Tensor keepDType(Tensor y, DType dt) { return y.dtype() == dt ? y : y.cast(dt); }
-
 // ---- ops ----------------------------------------------------------------------------------------
-
-void noCheck(const NodeContext &) {}
-
-using Out = std::vector<Tensor>;
 
 #define UNARY(Name, expr)                                                                          \
   OpDef {                                                                                          \
@@ -340,9 +261,12 @@ std::vector<uint8_t> narrowBytes(const std::vector<int32_t> &vs, DType dt) {
 
 } // namespace
 
+std::span<const OpDef> coreOps() { return opTable; }
+
 const OpDef *findOp(std::string_view opType) {
-  for (const OpDef &op : opTable)
-    if (op.opType == opType) return &op;
+  for (std::span<const OpDef> table : {coreOps(), mathOps(), nnOps(), tensorOps(), extraOps()})
+    for (const OpDef &op : table)
+      if (op.opType == opType) return &op;
   return nullptr;
 }
 
@@ -364,6 +288,16 @@ std::optional<DType> toDType(DataType t) {
     return dtypes::uint8;
   case DataType::Bool:
     return dtypes::boolean;
+  case DataType::Int16:
+    return dtypes::int16;
+  case DataType::Uint16:
+    return dtypes::uint16;
+  case DataType::Uint32:
+    return dtypes::uint32;
+  case DataType::Uint64:
+    return dtypes::uint64;
+  case DataType::BFloat16:
+    return dtypes::bfloat16;
   default:
     return std::nullopt;
   }
@@ -405,6 +339,14 @@ Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage
   case DataType::Int64:
     sizeCheck(t.int64Data.size(), "int64_data");
     return Tensor::fromVector(t.int64Data, shape);
+  case DataType::Uint64:
+    sizeCheck(t.uint64Data.size(), "uint64_data");
+    return Tensor::fromVector(t.uint64Data, shape);
+  case DataType::Uint32: {
+    sizeCheck(t.uint64Data.size(), "uint64_data");
+    std::vector<uint32_t> v(t.uint64Data.begin(), t.uint64Data.end());
+    return Tensor::fromVector(v, shape);
+  }
   default: {
     sizeCheck(t.int32Data.size(), "int32_data");
     std::vector<uint8_t> raw = narrowBytes(t.int32Data, *dt);

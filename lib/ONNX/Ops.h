@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,13 @@ struct OpDef {
 
 /// The op named `opType` of the default domain, or null.
 const OpDef *findOp(std::string_view opType);
+
+// The op tables, one per file; findOp looks through all of them (an op type is in one table).
+std::span<const OpDef> coreOps();   // Ops.cpp: element-wise basics, MatMul, Gemm, reshapes
+std::span<const OpDef> mathOps();   // OpsMath.cpp: unary/binary math, logic, reductions
+std::span<const OpDef> nnOps();     // OpsNN.cpp: convolution, pooling, normalization, resize
+std::span<const OpDef> tensorOps(); // OpsTensor.cpp: slicing, gathers, scatters, padding
+std::span<const OpDef> extraOps();  // OpsExtra.cpp: quantization, recurrent nets, control flow
 
 /// The lazyjit dtype of an ONNX tensor element type, or nullopt when lazyjit has none.
 std::optional<DType> toDType(DataType t);

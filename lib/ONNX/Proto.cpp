@@ -340,6 +340,13 @@ ModelProto parseModel(std::span<const uint8_t> bytes, const std::string &fileNam
   return m;
 }
 
+TensorProto parseTensorProto(std::span<const uint8_t> bytes, const std::string &fileName) {
+  TensorProto t;
+  MessageReader r(bytes, fileName, "TensorProto");
+  parseTensor(r, t);
+  return t;
+}
+
 ModelFile loadModel(const std::string &path) {
   ModelFile mf;
   mf.file = MappedFile::open(path);

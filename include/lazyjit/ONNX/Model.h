@@ -65,4 +65,17 @@ private:
   std::map<std::string, Tensor> initializers_;
 };
 
+/// A TensorProto file (ONNX's test-data layout: input_0.pb, output_0.pb, ...) as a lazy tensor over
+/// the mapped file. An unreadable file or a tensor lazyjit has no dtype for is an Error naming
+/// `path`.
+Tensor loadTensorFile(const std::string &path);
+
+/// A TensorProto as a lazy tensor; `storage` keeps the bytes its raw_data points into alive, and
+/// `where` names it in messages.
+Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage,
+                       const std::string &where);
+
+/// The ONNX element type of a lazyjit dtype.
+DataType toDataType(DType dt);
+
 } // namespace lazyjit::onnx

@@ -261,6 +261,10 @@ struct ModelProto {
 /// graph makes sense is the importer's business.
 ModelProto parseModel(std::span<const uint8_t> bytes, const std::string &fileName);
 
+/// Reads one TensorProto from `bytes` (a .pb file of ONNX's test-data layout, input_0.pb ...). The
+/// result's raw_data and string_data are views of `bytes`.
+TensorProto parseTensorProto(std::span<const uint8_t> bytes, const std::string &fileName);
+
 /// A model and the mapping its views point into.
 struct ModelFile {
   std::shared_ptr<const MappedFile> file;
