@@ -7,6 +7,7 @@
 #include "lazyjit/Support/MappedFile.h"
 
 #include <fmt/format.h>
+#include <fstream>
 #include <set>
 
 namespace lazyjit::onnx {
@@ -121,9 +122,22 @@ void Model::check() {
   }
   for (const ValueInfoProto &v : g.output) outputs_.push_back(toModelValue(v));
 
+  checkGraph(g, defined, 0);
+  for (const NodeProto &n : g.node)
+    for (const std::string &out : n.output) defined.insert(out);
+  for (const ModelValue &v : outputs_)
+    LAZYJIT_USER_CHECK(defined.count(v.name), Error,
+                       "{}: graph output '{}' is not produced by any node, input or initializer",
+                       fileName_, v.name);
+}
+
+void Model::checkGraph(const GraphProto &g, std::set<std::string> defined, int depth) const {
+  // a subgraph nested this deep is a malformed (or hostile) file, not a model
+  LAZYJIT_USER_CHECK(depth <= 64, Error, "{}: graphs are nested more than 64 deep", fileName_);
   for (size_t i = 0; i < g.node.size(); ++i) {
     const NodeProto &n = g.node[i];
     std::string where = fileName_ + ": " + nodeLabel(n, i, opset_);
+    if (depth > 0) where += fmt::format(" in subgraph '{}'", g.name);
     LAZYJIT_USER_CHECK(n.domain.empty() || n.domain == "ai.onnx", UnsupportedError,
                        "{}: domain '{}' is not supported yet (op type {})", where, n.domain,
                        n.opType);
@@ -146,13 +160,58 @@ void Model::check() {
     } catch (const Error &) {
       rethrowIn(where);
     }
+    for (const AttributeProto &a : n.attribute) {
+      std::vector<const GraphProto *> subs;
+      if (a.g) subs.push_back(a.g.get());
+      for (const GraphProto &sg : a.graphs) subs.push_back(&sg);
+      for (const GraphProto *sg : subs) {
+        std::set<std::string> inner = defined;
+        for (const ValueInfoProto &v : sg->input) inner.insert(v.name);
+        for (const TensorProto &t : sg->initializer) inner.insert(t.name);
+        checkGraph(*sg, std::move(inner), depth + 1);
+      }
+    }
     for (const std::string &out : n.output)
       if (!out.empty()) defined.insert(out);
   }
-  for (const ModelValue &v : outputs_)
-    LAZYJIT_USER_CHECK(defined.count(v.name), Error,
-                       "{}: graph output '{}' is not produced by any node, input or initializer",
-                       fileName_, v.name);
+}
+
+std::map<std::string, Tensor> Model::runGraph(const GraphProto &g,
+                                              std::map<std::string, Tensor> env) const {
+  for (size_t i = 0; i < g.node.size(); ++i) {
+    const NodeProto &n = g.node[i];
+    const ops::OpDef *op = ops::findOp(n.opType);
+    std::vector<Tensor> in;
+    for (const std::string &name : n.input) in.push_back(name.empty() ? Tensor() : env.at(name));
+    std::vector<Tensor> out;
+    ops::NodeContext ctx{n, opset_, fileName_, storage_};
+    ctx.runSubgraph = [this, &env](const GraphProto &sg, const std::vector<Tensor> &inputs) {
+      LAZYJIT_USER_CHECK(inputs.size() == sg.input.size(), Error,
+                         "subgraph '{}' takes {} inputs, not {}", sg.name, sg.input.size(),
+                         inputs.size());
+      std::map<std::string, Tensor> inner = env;
+      for (const TensorProto &t : sg.initializer)
+        inner[t.name] = ops::tensorFromProto(t, storage_, fileName_, "initializer '" + t.name + "'");
+      for (size_t k = 0; k < inputs.size(); ++k) inner[sg.input[k].name] = inputs[k];
+      inner = runGraph(sg, std::move(inner));
+      std::vector<Tensor> outs;
+      for (const ValueInfoProto &v : sg.output) {
+        auto it = inner.find(v.name);
+        LAZYJIT_USER_CHECK(it != inner.end(), Error, "subgraph '{}' does not produce its output '{}'",
+                           sg.name, v.name);
+        outs.push_back(it->second);
+      }
+      return outs;
+    };
+    try {
+      out = op->run(ctx, in);
+    } catch (const Error &) {
+      rethrowIn(fileName_ + ": " + nodeLabel(n, i, opset_));
+    }
+    for (size_t k = 0; k < n.output.size() && k < out.size(); ++k)
+      if (!n.output[k].empty()) env[n.output[k]] = out[k];
+  }
+  return env;
 }
 
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor> &inputs) const {
@@ -182,21 +241,7 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor> &in
                        typeText(v), tensorText(t));
   }
 
-  const GraphProto &g = *proto_->graph;
-  for (size_t i = 0; i < g.node.size(); ++i) {
-    const NodeProto &n = g.node[i];
-    const ops::OpDef *op = ops::findOp(n.opType);
-    std::vector<Tensor> in;
-    for (const std::string &name : n.input) in.push_back(name.empty() ? Tensor() : env.at(name));
-    std::vector<Tensor> out;
-    try {
-      out = op->run(ops::NodeContext{n, opset_, fileName_, storage_}, in);
-    } catch (const Error &) {
-      rethrowIn(fileName_ + ": " + nodeLabel(n, i, opset_));
-    }
-    for (size_t k = 0; k < n.output.size() && k < out.size(); ++k)
-      if (!n.output[k].empty()) env[n.output[k]] = out[k];
-  }
+  env = runGraph(*proto_->graph, std::move(env));
 
   std::map<std::string, Tensor> result;
   for (const ModelValue &v : outputs_) result[v.name] = env.at(v.name);
@@ -213,6 +258,43 @@ Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage
                        const std::string &where) {
   return ops::tensorFromProto(t, std::move(storage), where,
                               t.name.empty() ? "the tensor" : "tensor '" + t.name + "'");
+}
+
+namespace {
+
+void putVarint(std::string &out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(char(uint8_t(v) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+}
+void putBytes(std::string &out, uint32_t field, std::string_view bytes) {
+  putVarint(out, uint64_t(field) << 3 | 2);
+  putVarint(out, bytes.size());
+  out.append(bytes);
+}
+
+} // namespace
+
+void saveTensorFile(const Tensor &t, const std::string &path, const std::string &name) {
+  DataType dt = toDataType(t.dtype());
+  LAZYJIT_USER_CHECK(dt != DataType::Undefined, Error, "{}: ONNX has no element type for {}", path,
+                     t.dtype().name());
+  std::string msg;
+  for (int64_t d : t.intShape()) { // field 1 dims: repeated int64, unpacked in onnx.proto (proto2)
+    putVarint(msg, 1 << 3);
+    putVarint(msg, uint64_t(d));
+  }
+  putVarint(msg, 2 << 3); // field 2 data_type
+  putVarint(msg, uint64_t(dt));
+  if (!name.empty()) putBytes(msg, 8, name);
+  std::vector<uint8_t> bytes = t.toBytes();
+  putBytes(msg, 9, std::string_view(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
+  std::ofstream f(path, std::ios::binary);
+  f.write(msg.data(), std::streamsize(msg.size()));
+  f.close();
+  LAZYJIT_USER_CHECK(bool(f), Error, "{}: cannot write the tensor file", path);
 }
 
 DataType toDataType(DType dt) {

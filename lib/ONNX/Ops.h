@@ -6,6 +6,7 @@
 #include "lazyjit/ONNX/Proto.h"
 #include "lazyjit/Tensor/Tensor.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,6 +24,11 @@ struct NodeContext {
   const std::string &fileName;
   /// Keeps the bytes that attribute tensors (Constant's value) point into alive.
   std::shared_ptr<const void> storage;
+  /// At run time, runs a graph attribute of this node (If's branches, Loop's body): binds `inputs`
+  /// to the subgraph's inputs in order (it sees the enclosing graphs' values too) and returns its
+  /// outputs in order. Empty during `check`, which only sees the node.
+  std::function<std::vector<Tensor>(const GraphProto &g, const std::vector<Tensor> &inputs)>
+      runSubgraph = {};
 };
 
 /// An op: `check` runs at load and throws UnsupportedError (attributes it does not handle) or

@@ -12,7 +12,7 @@ config.name = "lazyjit"
 # (reflevel.py); the others are reported unsupported in that run.
 ref_opt = lit_config.params.get("opt")
 config.test_format = NumericAtReferenceLevel(ref_opt)
-config.suffixes = [".lj", ".ast"]
+config.suffixes = [".lj", ".ast", ".test"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.lazyjit_obj_root, "test", "lit")
@@ -27,6 +27,12 @@ config.substitutions.append(tool("not", config.not_path))
 config.substitutions.append(("%shared", config.lazyjit_shared_dir))
 config.substitutions.append(
     ("%expect-exit", "/usr/bin/python3 " + os.path.join(config.test_source_root, "expect-exit.py")))
+
+# the ONNX tests make their models with python3-onnx (a test dependency of setup-deps.sh)
+config.substitutions.append(("%python", "/usr/bin/python3"))
+import subprocess
+if subprocess.run(["/usr/bin/python3", "-c", "import onnx"], capture_output=True).returncode == 0:
+    config.available_features.add("python-onnx")
 
 # A hermetic environment: no knob of the caller leaks in (DEBUG, OPT, DEVICE, ...), and compiled
 # kernels are cached in the build tree.

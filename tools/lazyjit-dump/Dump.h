@@ -82,6 +82,25 @@ private:
   std::optional<std::string> first;
 };
 
+/// Schedules ctx.outputs together, prints the stages that come before running, runs (with --run,
+/// --check or a stage printed after running), prints the rest; a --check mismatch is an error.
+int emitAndRun(DumpContext &ctx, DumpOptions &opts, KernelChecker &checker);
+
+/// What an ONNX model runs on: `--input NAME=FILE` (.npy or .pb) or `--input DIR` (ONNX's
+/// test-data layout), `--dim NAME=N` for symbolic dims, and -o DIR for the outputs.
+struct OnnxOptions {
+  std::vector<std::string> inputs;
+  std::vector<std::string> dims;
+  std::string outDir;
+};
+
+/// Runs an ONNX model (FILE.onnx or --input=onnx): imports it, builds its outputs from the given
+/// inputs (random ones, from a fixed seed, when none are given), prints the requested stages, and
+/// with -o DIR writes the outputs as output_<i>.pb and output_<i>.npy. `bytes`, when given,
+/// replaces reading the file.
+int runOnnxInput(const std::string &file, const std::string *bytes, DumpOptions &opts,
+                 const OnnxOptions &onnx, std::ostream &out);
+
 /// Runs --input=ast: parses the file, verifies each AST, prints the requested stages and, with
 /// --run or --check, runs every kernel on buffers filled with a fixed pattern.
 int runAstInput(const std::string &text, const std::string &file, DumpOptions &opts,

@@ -33,7 +33,9 @@ namespace {
 
 struct Invocation {
   std::string input = "-";
-  std::string inputKind; // "script", "ast" or "" (from the file name)
+  std::string inputKind; // "script", "ast", "onnx" or "" (from the file name)
+  std::vector<std::string> inputArgs; // --input: a kind, or an ONNX model's input
+  tool::OnnxOptions onnx;
   std::vector<std::string> emit;
   std::optional<int> opt, debug;
   bool noopt = false;
@@ -110,40 +112,15 @@ int runScript(const std::string &text, const std::string &file, tool::DumpOption
   ev.run();
 
   ctx.outputs = ev.outputs();
-  // the outputs are scheduled together, with one seen set (Tensor.corealize)
-  std::vector<LazyBufferRef> outs;
-  for (const auto &o : ctx.outputs) outs.push_back(o.second.lazydata());
-  ctx.schedule = scheduleMany(outs);
-
-  bool afterRun = false;
-  for (const auto &name : opts.emit) {
-    const tool::Stage &s = tool::findStage(name);
-    if (s.afterRun)
-      afterRun = true;
-    else
-      s.emit(ctx);
-  }
-  if (opts.run || opts.check || afterRun) {
-    bool profile = std::find(opts.emit.begin(), opts.emit.end(), "stats") != opts.emit.end();
-    ctx.runStats = runSchedule(std::move(ctx.schedule), profile);
-    ctx.schedule.clear();
-    for (const auto &name : opts.emit) {
-      const tool::Stage &s = tool::findStage(name);
-      if (s.afterRun) s.emit(ctx);
-    }
-  }
-  if (checker.mismatch()) {
-    out.flush();
-    throw ToolError("lazyjit-dump: error: --check: " + *checker.mismatch(), 1);
-  }
-  return 0;
+  return tool::emitAndRun(ctx, opts, checker);
 }
 
 int runTool(int argc, char **argv, const std::string *inputText, std::ostream *outOverride) {
   Invocation inv;
   CLI::App app{"lazyjit-dump: print, run and check what lazyjit makes of a tensor program",
                "lazyjit-dump"};
-  app.add_option("input", inv.input, "tensor script (.lj) or kernel ASTs (.ast); '-' is stdin");
+  app.add_option("input", inv.input,
+                 "tensor script (.lj), kernel ASTs (.ast) or ONNX model (.onnx); '-' is stdin");
   app.add_option("--emit", inv.emit,
                  "stages to print, comma-separated: graph, schedule, dot, ast, index, kernel, loops, llvm, "
                  "llvm-opt, asm, ptx, values, stats, runs (repeatable)")
@@ -151,8 +128,13 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
       ->expected(1) // `--emit=values FILE`: the input is not a second stage name
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--input", inv.inputKind, "input kind (default: from the file name)")
-      ->check(CLI::IsMember({"script", "ast"}));
+  app.add_option("--input", inv.inputArgs,
+                 "input kind: script, ast or onnx (default: from the file name); for an ONNX "
+                 "model, also an input as NAME=FILE (.npy or .pb) or a test-data directory "
+                 "(input_0.pb, ...) (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--dim", inv.onnx.dims, "ONNX model: the size of a symbolic input dim, NAME=N (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--run", inv.dump.run, "run the program");
   app.add_flag("--check", inv.dump.check,
                "also run every kernel in the reference interpreter and compare");
@@ -165,13 +147,25 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
   app.add_flag("--noopt", inv.noopt, "no kernel optimizations");
   app.add_option("--debug", inv.debug, fmt::format("debug level (DEBUG, 0-{})", kMaxDebugLevel))
       ->check(CLI::Range(0, kMaxDebugLevel));
-  app.add_option("-o", inv.outFile, "write the output to this file");
+  app.add_option("-o", inv.outFile,
+                 "write the output to this file (ONNX model: a directory for the outputs, "
+                 "output_0.pb and output_0.npy, ...)");
   app.add_flag("--list-ops", inv.listOps, "print the op table (operands, argument, meaning) and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     throw ToolError("lazyjit-dump: error: " + std::string(e.what()), 1);
+  }
+
+  for (const std::string &a : inv.inputArgs) {
+    if (a == "script" || a == "ast" || a == "onnx") {
+      if (!inv.inputKind.empty() && inv.inputKind != a)
+        throw ToolError("lazyjit-dump: error: --input " + inv.inputKind + " and --input " + a + " name two input kinds", 1);
+      inv.inputKind = a;
+    } else {
+      inv.onnx.inputs.push_back(a);
+    }
   }
 
   if (inv.listOps) {
@@ -191,6 +185,21 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
   inv.dump.emit = orderStages(inv.emit);
   if (inv.emit.empty() && !inv.dump.run && !inv.dump.check) inv.dump.emit = {"schedule"};
 
+  std::string name = inv.input == "-" ? "<stdin>" : inv.input;
+  bool isOnnx = inv.inputKind.empty() ? name.size() > 5 && name.substr(name.size() - 5) == ".onnx"
+                                      : inv.inputKind == "onnx";
+  if (!isOnnx && (!inv.onnx.inputs.empty() || !inv.onnx.dims.empty()))
+    throw ToolError("lazyjit-dump: error: --input NAME=FILE, --input DIR and --dim are for ONNX models (.onnx or --input onnx)", 1);
+  if (isOnnx) {
+    if (inv.input == "-" && !inputText)
+      throw ToolError("lazyjit-dump: error: an ONNX model is read from a file, not stdin", 1);
+    inv.onnx.outDir = inv.outFile;
+    std::ostream &out = outOverride ? *outOverride : std::cout;
+    int rc = tool::runOnnxInput(inv.input, inputText, inv.dump, inv.onnx, out);
+    out.flush();
+    return rc;
+  }
+
   std::ofstream file;
   std::ostream *out = outOverride ? outOverride : &std::cout;
   // -o FILE.svg / .png / .pdf: the dot text goes through Graphviz
@@ -206,7 +215,6 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
     if (!file) throw ToolError("lazyjit-dump: error: cannot write '" + inv.outFile + "'", 1);
     out = &file;
   }
-  std::string name = inv.input == "-" ? "<stdin>" : inv.input;
   std::string text = inputText ? *inputText : readInput(inv.input);
   bool isAst = inv.inputKind.empty() ? name.size() > 4 && name.substr(name.size() - 4) == ".ast"
                                      : inv.inputKind == "ast";
@@ -230,6 +238,38 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
 } // namespace
 
 namespace lazyjit::tool {
+
+// What every input kind that builds tensors does once it has them: schedules the outputs together
+// (one seen set, as Tensor.corealize), prints the stages that come before running, runs, prints the
+// rest, and reports a --check mismatch.
+int emitAndRun(DumpContext &ctx, DumpOptions &opts, KernelChecker &checker) {
+  std::vector<LazyBufferRef> outs;
+  for (const auto &o : ctx.outputs) outs.push_back(o.second.lazydata());
+  ctx.schedule = scheduleMany(outs);
+
+  bool afterRun = false;
+  for (const auto &name : opts.emit) {
+    const Stage &s = findStage(name);
+    if (s.afterRun)
+      afterRun = true;
+    else
+      s.emit(ctx);
+  }
+  if (opts.run || opts.check || afterRun) {
+    bool profile = std::find(opts.emit.begin(), opts.emit.end(), "stats") != opts.emit.end();
+    ctx.runStats = runSchedule(std::move(ctx.schedule), profile);
+    ctx.schedule.clear();
+    for (const auto &name : opts.emit) {
+      const Stage &s = findStage(name);
+      if (s.afterRun) s.emit(ctx);
+    }
+  }
+  if (checker.mismatch()) {
+    ctx.out.flush();
+    throw ToolError("lazyjit-dump: error: --check: " + *checker.mismatch(), 1);
+  }
+  return 0;
+}
 
 int dumpMain(int argc, char **argv, const std::string *inputText, std::ostream *out) {
   try {

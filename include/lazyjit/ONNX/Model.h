@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ public:
 private:
   Model(std::shared_ptr<const void> storage, ModelProto proto, std::string fileName);
   void check();
+  /// Checks `g`'s nodes (and their subgraphs') given the names the enclosing scopes define.
+  void checkGraph(const GraphProto &g, std::set<std::string> defined, int depth) const;
+  /// Runs `g`'s nodes in order on `env` (the enclosing scopes' values and g's inputs) and returns
+  /// `env` with every node's outputs added.
+  std::map<std::string, Tensor> runGraph(const GraphProto &g,
+                                         std::map<std::string, Tensor> env) const;
 
   /// Owns the bytes that `proto`'s views point into (a MappedFile or a vector).
   std::shared_ptr<const void> storage_;
@@ -74,6 +81,10 @@ Tensor loadTensorFile(const std::string &path);
 /// `where` names it in messages.
 Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage,
                        const std::string &where);
+
+/// Writes `t` (realized here) as a TensorProto file named `name` with raw_data, as ONNX's test data
+/// is written (output_0.pb ...). A write error is an Error naming `path`.
+void saveTensorFile(const Tensor &t, const std::string &path, const std::string &name = "");
 
 /// The ONNX element type of a lazyjit dtype.
 DataType toDataType(DType dt);
