@@ -2,6 +2,7 @@
 // order), run walks the nodes in order with the op table's Tensor code.
 #include "lazyjit/ONNX/Model.h"
 
+#include "HostFold.h"
 #include "Ops.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Support/MappedFile.h"
@@ -107,6 +108,8 @@ void Model::check() {
   for (const TensorProto &t : g.initializer) {
     initializers_[t.name] =
         ops::tensorFromProto(t, storage_, fileName_, "initializer '" + t.name + "'");
+    if (std::optional<fold::HostValue> v = fold::fromProto(t))
+      hostInitializers_[t.name] = std::make_shared<const fold::HostValue>(std::move(*v));
     defined.insert(t.name);
   }
   for (const ValueInfoProto &v : g.input) {
@@ -176,29 +179,63 @@ void Model::checkGraph(const GraphProto &g, std::set<std::string> defined, int d
   }
 }
 
-std::map<std::string, Tensor> Model::runGraph(const GraphProto &g,
-                                              std::map<std::string, Tensor> env) const {
+void Model::runGraph(const GraphProto &g, RunState &state) const {
   for (size_t i = 0; i < g.node.size(); ++i) {
     const NodeProto &n = g.node[i];
     const ops::OpDef *op = ops::findOp(n.opType);
     std::vector<Tensor> in;
-    for (const std::string &name : n.input) in.push_back(name.empty() ? Tensor() : env.at(name));
+    for (const std::string &name : n.input)
+      in.push_back(name.empty() ? Tensor() : state.env.at(name));
+
+    // shape arithmetic and constants: evaluated on the host, no kernel
+    std::vector<const fold::HostValue *> hostIn;
+    std::vector<std::vector<int64_t>> shapes;
+    bool allHost = true;
+    for (size_t k = 0; k < n.input.size(); ++k) {
+      auto it = n.input[k].empty() ? state.host.end() : state.host.find(n.input[k]);
+      hostIn.push_back(it == state.host.end() ? nullptr : it->second.get());
+      allHost = allHost && (n.input[k].empty() || hostIn.back());
+      try {
+        shapes.push_back(in[k].defined() ? in[k].intShape() : std::vector<int64_t>{});
+      } catch (const Error &) {
+        shapes.emplace_back(); // a symbolic shape: nothing to fold
+      }
+    }
+    if (allHost || n.opType == "Shape" || n.opType == "Size") {
+      if (std::optional<std::vector<fold::HostValue>> vs =
+              fold::evaluate(n, opset_, hostIn, shapes)) {
+        for (size_t k = 0; k < n.output.size() && k < vs->size(); ++k) {
+          if (n.output[k].empty()) continue;
+          auto v = std::make_shared<const fold::HostValue>(std::move((*vs)[k]));
+          state.env[n.output[k]] = v->toTensor();
+          state.host[n.output[k]] = std::move(v);
+        }
+        continue;
+      }
+    }
+
     std::vector<Tensor> out;
     ops::NodeContext ctx{n, opset_, fileName_, storage_};
-    ctx.runSubgraph = [this, &env](const GraphProto &sg, const std::vector<Tensor> &inputs) {
+    ctx.runSubgraph = [this, &state](const GraphProto &sg, const std::vector<Tensor> &inputs) {
       LAZYJIT_USER_CHECK(inputs.size() == sg.input.size(), Error,
                          "subgraph '{}' takes {} inputs, not {}", sg.name, sg.input.size(),
                          inputs.size());
-      std::map<std::string, Tensor> inner = env;
-      for (const TensorProto &t : sg.initializer)
-        inner[t.name] = ops::tensorFromProto(t, storage_, fileName_, "initializer '" + t.name + "'");
-      for (size_t k = 0; k < inputs.size(); ++k) inner[sg.input[k].name] = inputs[k];
-      inner = runGraph(sg, std::move(inner));
+      RunState inner = state;
+      for (const TensorProto &t : sg.initializer) {
+        inner.env[t.name] =
+            ops::tensorFromProto(t, storage_, fileName_, "initializer '" + t.name + "'");
+        inner.host.erase(t.name);
+      }
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        inner.env[sg.input[k].name] = inputs[k];
+        inner.host.erase(sg.input[k].name);
+      }
+      runGraph(sg, inner);
       std::vector<Tensor> outs;
       for (const ValueInfoProto &v : sg.output) {
-        auto it = inner.find(v.name);
-        LAZYJIT_USER_CHECK(it != inner.end(), Error, "subgraph '{}' does not produce its output '{}'",
-                           sg.name, v.name);
+        auto it = inner.env.find(v.name);
+        LAZYJIT_USER_CHECK(it != inner.env.end(), Error,
+                           "subgraph '{}' does not produce its output '{}'", sg.name, v.name);
         outs.push_back(it->second);
       }
       return outs;
@@ -209,9 +246,11 @@ std::map<std::string, Tensor> Model::runGraph(const GraphProto &g,
       rethrowIn(fileName_ + ": " + nodeLabel(n, i, opset_));
     }
     for (size_t k = 0; k < n.output.size() && k < out.size(); ++k)
-      if (!n.output[k].empty()) env[n.output[k]] = out[k];
+      if (!n.output[k].empty()) {
+        state.env[n.output[k]] = out[k];
+        state.host.erase(n.output[k]);
+      }
   }
-  return env;
 }
 
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor> &inputs) const {
@@ -241,7 +280,10 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor> &in
                        typeText(v), tensorText(t));
   }
 
-  env = runGraph(*proto_->graph, std::move(env));
+  RunState state{std::move(env), hostInitializers_};
+  for (const auto &[name, t] : inputs) state.host.erase(name); // a given value replaces a default
+  runGraph(*proto_->graph, state);
+  env = std::move(state.env);
 
   std::map<std::string, Tensor> result;
   for (const ModelValue &v : outputs_) result[v.name] = env.at(v.name);

@@ -234,10 +234,12 @@ TEST_CASE("ONNX model: Unsqueeze takes axes as an attribute at opset 11, an inpu
 }
 
 TEST_CASE("ONNX model: an unsupported op type is one UnsupportedError at load") {
-  GraphBuilder b = oneNode(node("Conv", {"x", "w"}, {"y"}, "conv1"), {"1", "3", "8", "8"});
-  CHECK_THROWS_WITH_AS(
-      b.model(13), "model.onnx: node 'conv1' (Conv, opset 13): op type Conv is not supported yet",
-      UnsupportedError);
+  // (string tensors are something lazyjit has no dtype for)
+  GraphBuilder b = oneNode(node("StringNormalizer", {"x"}, {"y"}, "norm1"), {"1", "3"});
+  CHECK_THROWS_WITH_AS(b.model(13),
+                       "model.onnx: node 'norm1' (StringNormalizer, opset 13): op type "
+                       "StringNormalizer is not supported yet",
+                       UnsupportedError);
 }
 
 TEST_CASE("ONNX model: a node reading a name nothing produces is an Error at load") {
@@ -392,4 +394,64 @@ TEST_CASE("ONNX model: Identity and the element-wise ops each match their closed
   b.output(tensorInfo("y", DataType::Float, {}));
   checkClose(b.model(13).run({{"x", floats(xs, {2, 3})}}).at("y").toVector<float>(),
              {0.125f, 0.125f, 2.0f, 1.0f, 0.875f, 18.0f});
+}
+
+TEST_CASE("ONNX model: shape arithmetic is folded on the host and costs no kernels") {
+  // torch.onnx's attention reshape: x [2, 3, 8] -> Shape -> Gather(0), Gather(1) -> Unsqueeze ->
+  // Concat with [-1, 4] (as [b, t, -1, 4]) -> Reshape, and a scale 1/sqrt(float(Shape[-1])) that
+  // Cast, Sqrt and Div compute from the shape: only the float math on x may be a kernel.
+  GraphBuilder b;
+  b.input(tensorInfo("x", DataType::Float, {"batch", "3", "8"}));
+  b.add(node("Shape", {"x"}, {"s"}));
+  b.add(node("Constant", {}, {"i0"}).msg(5, tensorAttr("value", int64Tensor("", {}, {0}))));
+  b.add(node("Constant", {}, {"i1"}).msg(5, tensorAttr("value", int64Tensor("", {}, {1}))));
+  b.add(node("Constant", {}, {"ax"}).msg(5, tensorAttr("value", int64Tensor("", {1}, {0}))));
+  b.add(node("Constant", {}, {"tail"}).msg(5, tensorAttr("value", int64Tensor("", {2}, {-1, 4}))));
+  b.add(node("Gather", {"s", "i0"}, {"b"}));
+  b.add(node("Gather", {"s", "i1"}, {"t"}));
+  b.add(node("Unsqueeze", {"b", "ax"}, {"b1"}));
+  b.add(node("Unsqueeze", {"t", "ax"}, {"t1"}));
+  b.add(node("Concat", {"b1", "t1", "tail"}, {"shape"}).msg(5, intAttr("axis", 0)));
+  b.add(node("Reshape", {"x", "shape"}, {"r"}));
+  b.add(node("Shape", {"r"}, {"rs"}).msg(5, intAttr("start", -1)));
+  b.add(node("Cast", {"rs"}, {"rf"}).msg(5, intAttr("to", int64_t(DataType::Float))));
+  b.add(node("Sqrt", {"rf"}, {"sq"}));
+  b.add(node("Div", {"r", "sq"}, {"y"}));
+  b.output(tensorInfo("y", DataType::Float, {}));
+  Model m = b.model(13);
+  std::vector<float> xs = iota(48, -2, 0.125f);
+  Tensor y = m.run({{"x", floats(xs, {2, 3, 8})}}).at("y");
+  CHECK(y.intShape() == std::vector<int64_t>{2, 3, 2, 4});
+  std::vector<ScheduleItem> items = schedule(y.lazydata());
+  int kernels = 0;
+  for (const ScheduleItem &si : items)
+    if (si.isKernel()) {
+      ++kernels;
+      CHECK_MESSAGE(si.out->dtype().isFloat(), "an integer kernel: the shape chain was not folded");
+    }
+  CHECK(kernels == 1);
+  std::vector<float> want;
+  for (float v : xs) want.push_back(v / 2.0f); // sqrt(4)
+  checkClose(y.toVector<float>(), want);
+}
+
+TEST_CASE("ONNX model: a folded shape chain follows a new input size on the next run") {
+  GraphBuilder b;
+  b.input(tensorInfo("x", DataType::Float, {"batch", "4"}));
+  b.add(node("Shape", {"x"}, {"s"}));
+  b.add(node("Constant", {}, {"two"}).msg(5, tensorAttr("value", int64Tensor("", {1}, {2}))));
+  b.add(node("Mul", {"s", "two"}, {"s2"})); // [2b, 8]
+  b.add(node("Constant", {}, {"all"}).msg(5, tensorAttr("value", int64Tensor("", {1}, {-1}))));
+  b.add(node("Concat", {"all", "two"}, {"shape"}).msg(5, intAttr("axis", 0)));
+  b.add(node("Reshape", {"x", "shape"}, {"y"}));
+  b.add(node("Shape", {"y"}, {"ys"}));
+  b.add(node("Add", {"ys", "s2"}, {"z"})); // [b*2 + 2b, 2 + 8]
+  b.output(tensorInfo("y", DataType::Float, {})).output(tensorInfo("z", DataType::Int64, {}));
+  Model m = b.model(13);
+  for (int64_t batch : {1, 3}) {
+    std::map<std::string, Tensor> out =
+        m.run({{"x", floats(iota(size_t(batch * 4)), {batch, 4})}});
+    CHECK(out.at("y").intShape() == std::vector<int64_t>{batch * 2, 2});
+    CHECK(out.at("z").toVector<int64_t>() == std::vector<int64_t>{4 * batch, 10});
+  }
 }

@@ -22,6 +22,10 @@
 
 namespace lazyjit::onnx {
 
+namespace fold {
+struct HostValue;
+}
+
 /// A graph input or output as the model declares it. `dims` is empty for a scalar; `hasShape` is
 /// false when the model leaves the rank unknown.
 struct ModelValue {
@@ -57,10 +61,15 @@ private:
   void check();
   /// Checks `g`'s nodes (and their subgraphs') given the names the enclosing scopes define.
   void checkGraph(const GraphProto &g, std::set<std::string> defined, int depth) const;
-  /// Runs `g`'s nodes in order on `env` (the enclosing scopes' values and g's inputs) and returns
-  /// `env` with every node's outputs added.
-  std::map<std::string, Tensor> runGraph(const GraphProto &g,
-                                         std::map<std::string, Tensor> env) const;
+  /// The values a run has computed so far: as tensors, and on the host where they are known
+  /// there (constants and shape arithmetic, lib/ONNX/HostFold.h).
+  struct RunState {
+    std::map<std::string, Tensor> env;
+    std::map<std::string, std::shared_ptr<const fold::HostValue>> host;
+  };
+  /// Runs `g`'s nodes in order on `state` (the enclosing scopes' values and g's inputs) and adds
+  /// every node's outputs to it.
+  void runGraph(const GraphProto &g, RunState &state) const;
 
   /// Owns the bytes that `proto`'s views point into (a MappedFile or a vector).
   std::shared_ptr<const void> storage_;
@@ -70,6 +79,8 @@ private:
   std::vector<ModelValue> inputs_, outputs_;
   /// The initializers as lazy tensors, made once at load.
   std::map<std::string, Tensor> initializers_;
+  /// The small initializers' values on the host, for shape arithmetic.
+  std::map<std::string, std::shared_ptr<const fold::HostValue>> hostInitializers_;
 };
 
 /// A TensorProto file (ONNX's test-data layout: input_0.pb, output_0.pb, ...) as a lazy tensor over
