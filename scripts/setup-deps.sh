@@ -7,7 +7,7 @@ set -euo pipefail
 pkgs=(cmake ninja-build ccache g++ lld python3
       llvm-19-dev llvm-19-tools libspdlog-dev libfmt-dev doctest-dev libcli11-dev libzstd-dev
       zlib1g-dev nlohmann-json3-dev graphviz dataset-fashion-mnist clang-19 libclang-rt-19-dev
-      python3-onnx python3-numpy)
+      python3-onnx python3-numpy python3-torch python3-torchvision)
 for arg in "$@"; do
   case "$arg" in
     --bench) pkgs+=(libeigen3-dev libopenblas-dev libtorch-dev) ;;

@@ -4,6 +4,11 @@
 // rtol 1e-3 and atol 1e-7 (|got - want| <= atol + rtol * |want|), NaN equal to NaN.
 //
 //   onnx-node-tests DATA EXPECTATIONS [--shard I/N] [--filter SUBSTR] [--update] [-v]
+//   onnx-node-tests --models DIR [--filter SUBSTR] [--batches 1,8]
+//
+// --models runs the architectures gen_models.py exported (DIR/<model>/model.onnx and
+// test_data_set_b<N>/) and checks each against PyTorch's outputs: the largest difference must be
+// within 1e-4 of the output's largest magnitude. Every model there must pass.
 //
 // EXPECTATIONS lists the tests that do not pass, one per line as `name: reason` ('#' comments). A
 // test that fails and is not listed, or is listed and passes, fails the run (the second tells you to
@@ -154,15 +159,98 @@ std::map<std::string, std::string> readExpectations(const std::string &path) {
   return out;
 }
 
+/// The largest |got - want| over the largest |want|, or a message when dtype or shape differ.
+std::string relativeError(const Tensor &got, const Tensor &want, double &err) {
+  if (got.dtype() != want.dtype())
+    return fmt::format("dtype {} (expected {})", got.dtype().name(), want.dtype().name());
+  if (got.intShape() != want.intShape())
+    return fmt::format("shape {} (expected {})", shapeText(got.intShape()),
+                       shapeText(want.intShape()));
+  std::vector<uint8_t> g = got.toBytes(), w = want.toBytes();
+  size_t n = w.size() / size_t(want.dtype().itemsize());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double a = elementAt(g, got.dtype(), i), b = elementAt(w, want.dtype(), i);
+    worst = std::max(worst, std::isnan(a - b) ? INFINITY : std::abs(a - b));
+    scale = std::max(scale, std::abs(b));
+  }
+  err = worst / std::max(scale, 1e-30);
+  return "";
+}
+
+int runModels(const fs::path &dir, const std::string &filter, const std::vector<int> &batches) {
+  std::vector<std::string> names;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx"))
+      names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  int failed = 0, ran = 0;
+  for (const std::string &name : names) {
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    for (int b : batches) {
+      fs::path set = dir / name / fmt::format("test_data_set_b{}", b);
+      if (!fs::exists(set)) continue;
+      ++ran;
+      std::cout << name << " batch " << b << " ... " << std::flush;
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        onnx::Model m = onnx::Model::load((dir / name / "model.onnx").string());
+        Tensor x = onnx::loadTensorFile((set / "input_0.pb").string());
+        Tensor want = onnx::loadTensorFile((set / "output_0.pb").string());
+        Tensor got = m.run({{m.inputs().at(0).name, x}}).at(m.outputs().at(0).name);
+        size_t kernels = 0;
+        for (const ScheduleItem &si : schedule(got.lazydata())) kernels += si.isKernel();
+        got.realize();
+        double err = 0;
+        std::string why = relativeError(got, want, err);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count();
+        if (why.empty() && err <= 1e-4) {
+          std::cout << fmt::format("ok: error {:.2e} of the largest magnitude, {} kernels, "
+                                   "{:.0f} ms with compile\n",
+                                   err, kernels, ms);
+        } else {
+          ++failed;
+          std::cout << "FAIL: " << (why.empty() ? fmt::format("error {:.2e} > 1e-4", err) : why)
+                    << "\n";
+        }
+      } catch (const std::exception &e) {
+        ++failed;
+        std::cout << "FAIL: " << e.what() << "\n";
+      }
+    }
+  }
+  std::cout << fmt::format("\n{} of {} model runs match PyTorch\n", ran - failed, ran);
+  return failed == 0 && ran > 0 ? 0 : 1;
+}
+
 int usage() {
   std::cerr << "usage: onnx-node-tests DATA EXPECTATIONS [--shard I/N] [--filter SUBSTR] "
-               "[--update] [-v]\n";
+               "[--update] [-v]\n       onnx-node-tests --models DIR [--filter SUBSTR] "
+               "[--batches 1,8]\n";
   return 2;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc >= 3 && std::string(argv[1]) == "--models") {
+    std::string filter;
+    std::vector<int> batches = {1};
+    for (int i = 3; i + 1 < argc; i += 2) {
+      std::string a = argv[i];
+      if (a == "--filter") {
+        filter = argv[i + 1];
+      } else if (a == "--batches") {
+        batches.clear();
+        std::stringstream ss(argv[i + 1]);
+        for (std::string b; std::getline(ss, b, ',');) batches.push_back(std::stoi(b));
+      } else {
+        return usage();
+      }
+    }
+    return runModels(argv[2], filter, batches);
+  }
   if (argc < 3) return usage();
   fs::path data = argv[1];
   std::string expectPath = argv[2];
