@@ -339,6 +339,12 @@ void saveTensorFile(const Tensor &t, const std::string &path, const std::string 
   LAZYJIT_USER_CHECK(bool(f), Error, "{}: cannot write the tensor file", path);
 }
 
+std::vector<std::string> supportedOpTypes() {
+  std::vector<std::string> out;
+  for (std::string_view op : ops::supportedOps()) out.emplace_back(op);
+  return out;
+}
+
 DataType toDataType(DType dt) {
   for (int32_t k = 1; k <= int32_t(DataType::BFloat16); ++k)
     if (std::optional<DType> d = ops::toDType(DataType(k)); d && *d == dt) return DataType(k);

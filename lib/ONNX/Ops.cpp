@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstring>
 #include <fmt/format.h>
+#include <unordered_map>
 
 namespace lazyjit::onnx::ops {
 
@@ -232,7 +233,6 @@ const OpDef opTable[] = {
     BINARY("Sub", in[0].sub(in[1])),
     BINARY("Mul", in[0].mul(in[1])),
     BINARY("Div", keepDType(in[0].div(in[1]), in[0].dtype())),
-    BINARY("Pow", keepDType(in[0].pow(in[1]), in[0].dtype())),
     BINARY("MatMul", in[0].matmul(in[1])),
     OpDef{"Gemm", 2, 3, 1, checkGemm, runGemm},
     OpDef{"Reshape", 2, 2, 1, checkReshape, runReshape},
@@ -264,10 +264,26 @@ std::vector<uint8_t> narrowBytes(const std::vector<int32_t> &vs, DType dt) {
 std::span<const OpDef> coreOps() { return opTable; }
 
 const OpDef *findOp(std::string_view opType) {
+  // every table's ops by type, built once; an op type in two tables is a bug (the second would
+  // never run)
+  static const std::unordered_map<std::string_view, const OpDef *> byType = [] {
+    std::unordered_map<std::string_view, const OpDef *> m;
+    for (std::span<const OpDef> table : {coreOps(), mathOps(), nnOps(), tensorOps(), extraOps()})
+      for (const OpDef &op : table)
+        LAZYJIT_INTERNAL_CHECK(m.emplace(op.opType, &op).second,
+                               "onnx: op type {} is in two op tables", op.opType);
+    return m;
+  }();
+  auto it = byType.find(opType);
+  return it == byType.end() ? nullptr : it->second;
+}
+
+std::vector<std::string_view> supportedOps() {
+  std::vector<std::string_view> out;
   for (std::span<const OpDef> table : {coreOps(), mathOps(), nnOps(), tensorOps(), extraOps()})
-    for (const OpDef &op : table)
-      if (op.opType == opType) return &op;
-  return nullptr;
+    for (const OpDef &op : table) out.push_back(op.opType);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::optional<DType> toDType(DataType t) {

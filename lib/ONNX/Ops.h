@@ -44,6 +44,8 @@ struct OpDef {
 
 /// The op named `opType` of the default domain, or null.
 const OpDef *findOp(std::string_view opType);
+/// Every supported op type, sorted.
+std::vector<std::string_view> supportedOps();
 
 // The op tables, one per file; findOp looks through all of them (an op type is in one table).
 std::span<const OpDef> coreOps();   // Ops.cpp: element-wise basics, MatMul, Gemm, reshapes

@@ -118,8 +118,11 @@ std::optional<std::string> runTest(const fs::path &dir) {
         if (i >= m.inputs().size())
           return fmt::format("{} gives input {}, but the model has {} inputs",
                              set.filename().string(), i, m.inputs().size());
-        inputs[m.inputs()[i].name] =
-            onnx::loadTensorFile((set / fmt::format("input_{}.pb", i)).string());
+        Tensor t = onnx::loadTensorFile((set / fmt::format("input_{}.pb", i)).string());
+        // numpy has no bfloat16: ONNX's generators store bfloat16 data as its uint16 bits
+        if (m.inputs()[i].dataType == onnx::DataType::BFloat16 && t.dtype() == dtypes::uint16)
+          t = t.bitcast(dtypes::bfloat16);
+        inputs[m.inputs()[i].name] = t;
       }
       std::map<std::string, Tensor> outs = m.run(inputs);
       std::vector<Tensor> got;
@@ -130,6 +133,8 @@ std::optional<std::string> runTest(const fs::path &dir) {
           return fmt::format("{} expects output {}, but the model has {} outputs",
                              set.filename().string(), i, got.size());
         Tensor want = onnx::loadTensorFile((set / fmt::format("output_{}.pb", i)).string());
+        if (m.outputs()[i].dataType == onnx::DataType::BFloat16 && want.dtype() == dtypes::uint16)
+          want = want.bitcast(dtypes::bfloat16);
         std::string why = compare(got[i], want);
         if (!why.empty())
           return fmt::format("output {} ('{}'): {}", i, m.outputs()[i].name, why);

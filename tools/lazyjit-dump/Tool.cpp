@@ -132,8 +132,12 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
                  "input kind: script, ast or onnx (default: from the file name); for an ONNX "
                  "model, also an input as NAME=FILE (.npy or .pb) or a test-data directory "
                  "(input_0.pb, ...) (repeatable)")
+      ->expected(1) // `--input=ast -`: the '-' is the input file, not a second value
+      ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--dim", inv.onnx.dims, "ONNX model: the size of a symbolic input dim, NAME=N (repeatable)")
+      ->expected(1)
+      ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--run", inv.dump.run, "run the program");
   app.add_flag("--check", inv.dump.check,

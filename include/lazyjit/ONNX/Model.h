@@ -97,6 +97,9 @@ Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage
 /// is written (output_0.pb ...). A write error is an Error naming `path`.
 void saveTensorFile(const Tensor &t, const std::string &path, const std::string &name = "");
 
+/// The op types of the default domain the importer runs, sorted.
+std::vector<std::string> supportedOpTypes();
+
 /// The ONNX element type of a lazyjit dtype.
 DataType toDataType(DType dt);
 
