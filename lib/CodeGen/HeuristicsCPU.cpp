@@ -185,6 +185,12 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
   bool canPad = wide && varsFromAst(*k.ast).empty();
   int64_t width = canPad ? chooseWidth(vsize, k.bufs[0]->bufferDType().itemsize() * 8, k.opts.vectorBits, true, &padded)
                        : largestDivisor(vsize, {16, 8, 4});
+  // AVX2, a scattered output whose pixel rows only 7 divides (14 x 14, 7 x 7): one register of
+  // channels per row, so that 7 rows of accumulators fit its 16 registers
+  bool sevenRows = !wide && k.scatterOutput && tile && k.fullShape()[*tile].asInt() % 7 == 0 &&
+                   k.fullShape()[*tile].asInt() % 4 != 0 && k.fullShape()[*tile].asInt() % 6 != 0 &&
+                   vsize % 8 == 0;
+  if (sevenRows) width = 8;
   if (width < 4) return;
   if (padded != vsize) {
     k.applyOpt({OptOp::PadTo, static_cast<int64_t>(vec), width});
@@ -210,7 +216,7 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
     // a scattered output's tile of pixels (scatterTile) where only 2 or 3 rows divide: 7 or 5 on
     // AVX-512
     for (int64_t r : {7, 5})
-      if (wide && k.scatterOutput && rows < 4 && tsize % r == 0 && r * regsPerRow <= 16) {
+      if ((wide || sevenRows) && k.scatterOutput && rows < 4 && tsize % r == 0 && r * regsPerRow <= (wide ? 16 : 8)) {
         rows = r;
         break;
       }
@@ -334,7 +340,7 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile, bool strided = false) {
   // convolution's downsampled 28 x 28 has, divides by no 8, 6 or 4; and rows of 5 where the rows
   // are strided, which leaves no other vector layout: 15 wide from 29 x 29)
   bool rowsDivide = vsize % 8 == 0 || vsize % 6 == 0 || vsize % 4 == 0 || ((!wide || strided) && vsize % 5 == 0) ||
-                    (wide && vsize % 7 == 0);
+                    vsize % 7 == 0;
   if (tsize % lanes != 0 || !rowsDivide) return false;
   std::optional<int64_t> steps = cpu_heuristics::reduceLoopSteps(k);
   if (!steps || *steps < 64) return false;
