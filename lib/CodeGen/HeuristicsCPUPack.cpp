@@ -153,7 +153,10 @@ void cpu_heuristics::choosePanelPacking(Kernel &k) {
     packed.push_back(i);
     bytes += steps * combos * full[vecAxis].asInt() * registerBytes(k.bufs[i]->bufferDType());
   }
-  if (packed.empty() || bytes < kMinPanelBytes) return;
+  // (a scattered output's channel vector reads the weights across it: packed is the only way they
+  // load as vectors, so a small panel is packed all the same: ResNet's first convolution, 64 x 3 x
+  // 7 x 7 weights, a 9 KB panel)
+  if (packed.empty() || (bytes < kMinPanelBytes && !k.scatterOutput)) return;
   // too large a panel: the first reduce axis in blocks whose panels fit, where it can be blocked
   int64_t block = 0;
   if (bytes > kMaxStackScratchBytes) {
