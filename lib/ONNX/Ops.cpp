@@ -4,10 +4,12 @@
 
 #include "lazyjit/Runtime/Buffer.h"
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Support/MappedFile.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
 #include <unordered_map>
 
@@ -259,6 +261,59 @@ std::vector<uint8_t> narrowBytes(const std::vector<int32_t> &vs, DType dt) {
   return out;
 }
 
+/// A tensor whose bytes are in another file (ONNX's external data: the `location` relative to the
+/// model's directory, an optional `offset` and `length`), mapped and read when realized. A location
+/// that leaves the model's directory (absolute, or through ..) is refused, as ONNX's checker does:
+/// a model must not make its reader open arbitrary files.
+Tensor externalTensor(const TensorProto &t, DType dt, const Shape &shape, size_t bytes,
+                      const std::string &fileName, const std::string &what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  auto number = [&](const std::string &key, const std::string &text) {
+    size_t used = 0;
+    int64_t v = -1;
+    try {
+      v = std::stoll(text, &used);
+    } catch (const std::exception &) {
+    }
+    LAZYJIT_USER_CHECK(used == text.size() && v >= 0, Error,
+                       "{}: {}: external data '{}' is not a non-negative integer: '{}'", fileName,
+                       what, key, text);
+    return v;
+  };
+  for (const StringStringEntry &e : t.externalData) {
+    if (e.key == "location") location = e.value;
+    else if (e.key == "offset") offset = number(e.key, e.value);
+    else if (e.key == "length") length = number(e.key, e.value);
+  }
+  LAZYJIT_USER_CHECK(!location.empty(), Error, "{}: {}: external data without a 'location'",
+                     fileName, what);
+  std::filesystem::path rel(location);
+  bool escapes = rel.is_absolute();
+  for (const auto &part : rel) escapes = escapes || part == "..";
+  LAZYJIT_USER_CHECK(!escapes, Error,
+                     "{}: {}: external data location '{}' is outside the model's directory",
+                     fileName, what, location);
+  std::string path = (std::filesystem::path(fileName).parent_path() / rel).string();
+  std::shared_ptr<const MappedFile> file;
+  try {
+    file = MappedFile::open(path);
+  } catch (const Error &e) {
+    throw Error(fmt::format("{}: {}: external data: {}", fileName, what, e.what()));
+  }
+  LAZYJIT_USER_CHECK(length < 0 || size_t(length) == bytes, Error,
+                     "{}: {}: external data length {} does not match {} {} ({} bytes)", fileName,
+                     what, length, dt.name(), dimsText(t.dims), bytes);
+  LAZYJIT_USER_CHECK(size_t(offset) <= file->size() && bytes <= file->size() - size_t(offset),
+                     Error, "{}: {}: external data needs bytes {}..{} of {}, which has {}",
+                     fileName, what, offset, offset + int64_t(bytes), path, file->size());
+  if (bytes == 0) return Tensor::zeros(shape, TensorOptions(dt));
+  const uint8_t *data = file->bytes().data() + offset;
+  return Tensor::fromHostFunction(
+      shape, dt, "onnx " + what,
+      [file = std::move(file), data, bytes](Buffer &out) { out.copyIn(data, bytes); });
+}
+
 } // namespace
 
 std::span<const OpDef> coreOps() { return opTable; }
@@ -268,7 +323,9 @@ const OpDef *findOp(std::string_view opType) {
   // never run)
   static const std::unordered_map<std::string_view, const OpDef *> byType = [] {
     std::unordered_map<std::string_view, const OpDef *> m;
-    for (std::span<const OpDef> table : {coreOps(), mathOps(), nnOps(), tensorOps(), extraOps()})
+    for (std::span<const OpDef> table :
+         {coreOps(), mathOps(), reduceOps(), convOps(), normOps(), resizeOps(), tensorOps(),
+          quantOps(), rnnOps(), controlOps(), signalOps()})
       for (const OpDef &op : table)
         LAZYJIT_INTERNAL_CHECK(m.emplace(op.opType, &op).second,
                                "onnx: op type {} is in two op tables", op.opType);
@@ -280,7 +337,9 @@ const OpDef *findOp(std::string_view opType) {
 
 std::vector<std::string_view> supportedOps() {
   std::vector<std::string_view> out;
-  for (std::span<const OpDef> table : {coreOps(), mathOps(), nnOps(), tensorOps(), extraOps()})
+  for (std::span<const OpDef> table :
+       {coreOps(), mathOps(), reduceOps(), convOps(), normOps(), resizeOps(), tensorOps(),
+        quantOps(), rnnOps(), controlOps(), signalOps()})
     for (const OpDef &op : table) out.push_back(op.opType);
   std::sort(out.begin(), out.end());
   return out;
@@ -321,9 +380,6 @@ std::optional<DType> toDType(DataType t) {
 
 Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage,
                        const std::string &fileName, const std::string &what) {
-  LAZYJIT_USER_CHECK(t.dataLocation != DataLocation::External, UnsupportedError,
-                     "{}: {}: external data (weights in a separate file) is not supported yet",
-                     fileName, what);
   std::optional<DType> dt = toDType(t.dataType);
   LAZYJIT_USER_CHECK(dt, UnsupportedError, "{}: {}: data type {} is not supported", fileName, what,
                      dataTypeName(t.dataType).empty() ? fmt::format("{}", int32_t(t.dataType))
@@ -335,6 +391,8 @@ Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage
     LAZYJIT_USER_CHECK(got == size_t(n), Error, "{}: {}: {} has {} values, but dims {} need {}",
                        fileName, what, field, got, dimsText(t.dims), n);
   };
+  if (t.dataLocation == DataLocation::External)
+    return externalTensor(t, *dt, shape, bytes, fileName, what);
   if (n == 0) return Tensor::zeros(shape, TensorOptions(*dt));
   if (t.hasRawData) {
     LAZYJIT_USER_CHECK(t.rawData.size() == bytes, Error,

@@ -48,11 +48,17 @@ const OpDef *findOp(std::string_view opType);
 std::vector<std::string_view> supportedOps();
 
 // The op tables, one per file; findOp looks through all of them (an op type is in one table).
-std::span<const OpDef> coreOps();   // Ops.cpp: element-wise basics, MatMul, Gemm, reshapes
-std::span<const OpDef> mathOps();   // OpsMath.cpp: unary/binary math, logic, reductions
-std::span<const OpDef> nnOps();     // OpsNN.cpp: convolution, pooling, normalization, resize
-std::span<const OpDef> tensorOps(); // OpsTensor.cpp: slicing, gathers, scatters, padding
-std::span<const OpDef> extraOps();  // OpsExtra.cpp: quantization, recurrent nets, control flow
+std::span<const OpDef> coreOps();    // Ops.cpp: element-wise basics, MatMul, Gemm, reshapes
+std::span<const OpDef> mathOps();    // OpsMath.cpp: element-wise math, comparisons, logic
+std::span<const OpDef> reduceOps();  // OpsReduce.cpp: reductions, arg-reductions, TopK, Einsum
+std::span<const OpDef> convOps();    // OpsConv.cpp: convolution, pooling, MaxUnpool
+std::span<const OpDef> normOps();    // OpsNorm.cpp: normalization, Dropout, losses
+std::span<const OpDef> resizeOps();  // OpsResize.cpp: Resize, Upsample, GridSample, RoiAlign
+std::span<const OpDef> tensorOps();  // OpsTensor.cpp: slicing, gathers, scatters, padding
+std::span<const OpDef> quantOps();   // OpsQuant.cpp: quantization, integer matmul and conv
+std::span<const OpDef> rnnOps();     // OpsRNN.cpp: RNN, GRU, LSTM
+std::span<const OpDef> controlOps(); // OpsControl.cpp: If, Loop, Scan, host lookups (NMS, TF-IDF)
+std::span<const OpDef> signalOps();  // OpsSignal.cpp: windows, DFT, STFT, MelWeightMatrix
 
 /// The lazyjit dtype of an ONNX tensor element type, or nullopt when lazyjit has none.
 std::optional<DType> toDType(DataType t);

@@ -10,6 +10,7 @@
 
 #include "lazyjit/CodeGen/Kernel.h"
 #include "lazyjit/Graph/Ops.h"
+#include "lazyjit/ONNX/Model.h"
 #include "lazyjit/Runtime/Device.h"
 #include "lazyjit/Runtime/Dot.h"
 #include "lazyjit/Runtime/Realize.h"
@@ -40,6 +41,7 @@ struct Invocation {
   std::optional<int> opt, debug;
   bool noopt = false;
   bool listOps = false;
+  bool listOnnxOps = false;
   std::string outFile;
   tool::DumpOptions dump;
 };
@@ -155,6 +157,8 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
                  "write the output to this file (ONNX model: a directory for the outputs, "
                  "output_0.pb and output_0.npy, ...)");
   app.add_flag("--list-ops", inv.listOps, "print the op table (operands, argument, meaning) and exit");
+  app.add_flag("--list-onnx-ops", inv.listOnnxOps,
+               "print the ONNX op types (default domain) the importer runs, one per line, and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -172,6 +176,11 @@ int runTool(int argc, char **argv, const std::string *inputText, std::ostream *o
     }
   }
 
+  if (inv.listOnnxOps) {
+    std::ostream &o = outOverride ? *outOverride : std::cout;
+    for (const std::string &op : onnx::supportedOpTypes()) o << op << "\n";
+    return 0;
+  }
   if (inv.listOps) {
     listOps(outOverride ? *outOverride : std::cout);
     return 0;

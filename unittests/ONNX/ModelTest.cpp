@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -331,14 +332,6 @@ TEST_CASE("ONNX model: unsupported initializers and attribute values are Unsuppo
                        "model.onnx: initializer 'names': data type STRING is not supported",
                        UnsupportedError);
 
-  Pb ext, loc;
-  loc.bytes(1, "location").bytes(2, "weights.bin");
-  ext.varint(1, 1).varint(2, uint64_t(DataType::Float)).bytes(8, "w").msg(13, loc).varint(14, 1);
-  GraphBuilder e;
-  e.init(ext).add(node("Identity", {"w"}, {"y"})).output(tensorInfo("y", DataType::Float, {}));
-  CHECK_THROWS_WITH_AS(e.model(13), doctest::Contains("initializer 'w': external data"),
-                       UnsupportedError);
-
   GraphBuilder c;
   c.add(node("Constant", {}, {"y"}, "k")
             .msg(5, attr("value_string", AttributeType::String).bytes(4, "hi")));
@@ -454,4 +447,58 @@ TEST_CASE("ONNX model: a folded shape chain follows a new input size on the next
     CHECK(out.at("y").intShape() == std::vector<int64_t>{batch * 2, 2});
     CHECK(out.at("z").toVector<int64_t>() == std::vector<int64_t>{4 * batch, 10});
   }
+}
+
+namespace {
+
+/// A model whose initializer 'w' (float [3]) lives in `location` at `offset` (ONNX external data),
+/// written to dir/model.onnx.
+std::string externalModel(const std::filesystem::path &dir, const std::string &location,
+                          int64_t offset, std::optional<int64_t> length) {
+  Pb loc, off, len;
+  loc.bytes(1, "location").bytes(2, location);
+  off.bytes(1, "offset").bytes(2, std::to_string(offset));
+  Pb ext;
+  ext.varint(1, 3).varint(2, uint64_t(DataType::Float)).bytes(8, "w").msg(13, loc).msg(13, off);
+  if (length) ext.msg(13, len.bytes(1, "length").bytes(2, std::to_string(*length)));
+  ext.varint(14, 1);
+  GraphBuilder b;
+  b.init(ext).input(tensorInfo("x", DataType::Float, {"3"}));
+  b.add(node("Mul", {"x", "w"}, {"y"})).output(tensorInfo("y", DataType::Float, {"3"}));
+  std::string path = (dir / "model.onnx").string();
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  Pb model = modelOf(b.g, 13);
+  f.write(model.str().data(), std::streamsize(model.out.size()));
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("ONNX model: external data is read from its file beside the model when realized") {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "lazyjit-onnx-external";
+  std::filesystem::create_directories(dir / "weights");
+  {
+    // 8 bytes of padding, then w = [2, 3, 4]
+    std::ofstream w(dir / "weights" / "w.bin", std::ios::binary | std::ios::trunc);
+    std::vector<float> v = {-1, -1, 2, 3, 4};
+    w.write(reinterpret_cast<const char *>(v.data()), std::streamsize(v.size() * 4));
+  }
+  Model m = Model::load(externalModel(dir, "weights/w.bin", 8, 12));
+  Tensor y = m.run({{"x", floats({1, 10, 100}, {3})}}).at("y");
+  checkClose(y.toVector<float>(), {2, 30, 400});
+
+  // a length that disagrees with the dims, bytes past the end, a missing file, a path out of the
+  // model's directory: each an Error naming the initializer
+  CHECK_THROWS_WITH_AS(Model::load(externalModel(dir, "weights/w.bin", 8, 16)),
+                       doctest::Contains("initializer 'w': external data length 16 does not match"),
+                       Error);
+  CHECK_THROWS_WITH_AS(Model::load(externalModel(dir, "weights/w.bin", 12, std::nullopt)),
+                       doctest::Contains("external data needs bytes 12..24"), Error);
+  CHECK_THROWS_WITH_AS(Model::load(externalModel(dir, "nothere.bin", 0, std::nullopt)),
+                       doctest::Contains("initializer 'w': external data: "), Error);
+  CHECK_THROWS_WITH_AS(Model::load(externalModel(dir, "../w.bin", 0, std::nullopt)),
+                       doctest::Contains("is outside the model's directory"), Error);
+  CHECK_THROWS_WITH_AS(Model::load(externalModel(dir, "/etc/passwd", 0, std::nullopt)),
+                       doctest::Contains("is outside the model's directory"), Error);
+  std::filesystem::remove_all(dir);
 }
