@@ -94,15 +94,11 @@ Model::Model(std::shared_ptr<const void> storage, ModelProto proto, std::string 
 void Model::check() {
   LAZYJIT_USER_CHECK(proto_->graph, Error, "{}: the model has no graph", fileName_);
   const GraphProto &g = *proto_->graph;
-  bool haveOpset = false;
-  for (const OperatorSetId &o : proto_->opsetImport)
-    if (o.domain.empty() || o.domain == "ai.onnx") {
-      opset_ = o.version;
-      haveOpset = true;
-    }
-  LAZYJIT_USER_CHECK(haveOpset, Error,
-                     "{}: the model imports no opset of the default domain ('' or 'ai.onnx')",
-                     fileName_);
+  for (const OperatorSetId &o : proto_->opsetImport) {
+    std::string domain = o.domain == "ai.onnx" ? "" : o.domain;
+    opsets_[domain] = o.version;
+    if (domain.empty()) opset_ = o.version;
+  }
 
   std::set<std::string> defined;
   for (const TensorProto &t : g.initializer) {
@@ -134,19 +130,26 @@ void Model::check() {
                        fileName_, v.name);
 }
 
+int64_t Model::opsetOf(const NodeProto &n) const {
+  auto it = opsets_.find(n.domain == "ai.onnx" ? "" : n.domain);
+  return it == opsets_.end() ? 0 : it->second;
+}
+
 void Model::checkGraph(const GraphProto &g, std::set<std::string> defined, int depth) const {
   // a subgraph nested this deep is a malformed (or hostile) file, not a model
   LAZYJIT_USER_CHECK(depth <= 64, Error, "{}: graphs are nested more than 64 deep", fileName_);
   for (size_t i = 0; i < g.node.size(); ++i) {
     const NodeProto &n = g.node[i];
-    std::string where = fileName_ + ": " + nodeLabel(n, i, opset_);
+    int64_t opset = opsetOf(n);
+    std::string where = fileName_ + ": " + nodeLabel(n, i, opset);
     if (depth > 0) where += fmt::format(" in subgraph '{}'", g.name);
-    LAZYJIT_USER_CHECK(n.domain.empty() || n.domain == "ai.onnx", UnsupportedError,
-                       "{}: domain '{}' is not supported yet (op type {})", where, n.domain,
-                       n.opType);
-    const ops::OpDef *op = ops::findOp(n.opType);
-    LAZYJIT_USER_CHECK(op, UnsupportedError, "{}: op type {} is not supported yet", where,
-                       n.opType);
+    std::string domain = n.domain == "ai.onnx" ? "" : n.domain;
+    LAZYJIT_USER_CHECK(opsets_.count(domain), Error,
+                       "{}: the model imports no opset of the domain '{}'", where,
+                       domain.empty() ? "ai.onnx" : domain);
+    const ops::OpDef *op = ops::findOp(n.opType, domain);
+    LAZYJIT_USER_CHECK(op, UnsupportedError, "{}: op type {}{} is not supported yet", where,
+                       domain.empty() ? "" : domain + ":", n.opType);
     LAZYJIT_USER_CHECK(n.input.size() >= op->minInputs && n.input.size() <= op->maxInputs, Error,
                        "{}: it has {} inputs; {} takes {} to {}", where, n.input.size(), n.opType,
                        op->minInputs, op->maxInputs);
@@ -159,7 +162,7 @@ void Model::checkGraph(const GraphProto &g, std::set<std::string> defined, int d
                          "an earlier node",
                          where, in);
     try {
-      op->check(ops::NodeContext{n, opset_, fileName_, storage_});
+      op->check(ops::NodeContext{n, opset, fileName_, storage_});
     } catch (const Error &) {
       rethrowIn(where);
     }
@@ -182,7 +185,8 @@ void Model::checkGraph(const GraphProto &g, std::set<std::string> defined, int d
 void Model::runGraph(const GraphProto &g, RunState &state) const {
   for (size_t i = 0; i < g.node.size(); ++i) {
     const NodeProto &n = g.node[i];
-    const ops::OpDef *op = ops::findOp(n.opType);
+    const ops::OpDef *op = ops::findOp(n.opType, n.domain);
+    int64_t opset = opsetOf(n);
     std::vector<Tensor> in;
     for (const std::string &name : n.input)
       in.push_back(name.empty() ? Tensor() : state.env.at(name));
@@ -201,9 +205,10 @@ void Model::runGraph(const GraphProto &g, RunState &state) const {
         shapes.emplace_back(); // a symbolic shape: nothing to fold
       }
     }
-    if (allHost || n.opType == "Shape" || n.opType == "Size") {
+    bool defaultDomain = n.domain.empty() || n.domain == "ai.onnx";
+    if (defaultDomain && (allHost || n.opType == "Shape" || n.opType == "Size")) {
       if (std::optional<std::vector<fold::HostValue>> vs =
-              fold::evaluate(n, opset_, hostIn, shapes)) {
+              fold::evaluate(n, opset, hostIn, shapes)) {
         for (size_t k = 0; k < n.output.size() && k < vs->size(); ++k) {
           if (n.output[k].empty()) continue;
           auto v = std::make_shared<const fold::HostValue>(std::move((*vs)[k]));
@@ -215,7 +220,7 @@ void Model::runGraph(const GraphProto &g, RunState &state) const {
     }
 
     std::vector<Tensor> out;
-    ops::NodeContext ctx{n, opset_, fileName_, storage_};
+    ops::NodeContext ctx{n, opset, fileName_, storage_};
     ctx.runSubgraph = [this, &state](const GraphProto &sg, const std::vector<Tensor> &inputs) {
       LAZYJIT_USER_CHECK(inputs.size() == sg.input.size(), Error,
                          "subgraph '{}' takes {} inputs, not {}", sg.name, sg.input.size(),
@@ -243,7 +248,7 @@ void Model::runGraph(const GraphProto &g, RunState &state) const {
     try {
       out = op->run(ctx, in);
     } catch (const Error &) {
-      rethrowIn(fileName_ + ": " + nodeLabel(n, i, opset_));
+      rethrowIn(fileName_ + ": " + nodeLabel(n, i, opset));
     }
     for (size_t k = 0; k < n.output.size() && k < out.size(); ++k)
       if (!n.output[k].empty()) {
@@ -339,11 +344,7 @@ void saveTensorFile(const Tensor &t, const std::string &path, const std::string 
   LAZYJIT_USER_CHECK(bool(f), Error, "{}: cannot write the tensor file", path);
 }
 
-std::vector<std::string> supportedOpTypes() {
-  std::vector<std::string> out;
-  for (std::string_view op : ops::supportedOps()) out.emplace_back(op);
-  return out;
-}
+std::vector<std::string> supportedOpTypes() { return ops::supportedOps(); }
 
 DataType toDataType(DType dt) {
   for (int32_t k = 1; k <= int32_t(DataType::BFloat16); ++k)

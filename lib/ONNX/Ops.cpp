@@ -318,29 +318,38 @@ Tensor externalTensor(const TensorProto &t, DType dt, const Shape &shape, size_t
 
 std::span<const OpDef> coreOps() { return opTable; }
 
-const OpDef *findOp(std::string_view opType) {
-  // every table's ops by type, built once; an op type in two tables is a bug (the second would
-  // never run)
-  static const std::unordered_map<std::string_view, const OpDef *> byType = [] {
-    std::unordered_map<std::string_view, const OpDef *> m;
+namespace {
+
+/// The tables' ops by "domain:type" ("" for the default domain), built once; an op in two tables is
+/// a bug (the second would never run).
+const std::unordered_map<std::string, const OpDef *> &opIndex() {
+  static const std::unordered_map<std::string, const OpDef *> byKey = [] {
+    std::unordered_map<std::string, const OpDef *> m;
     for (std::span<const OpDef> table :
          {coreOps(), mathOps(), reduceOps(), convOps(), normOps(), resizeOps(), tensorOps(),
-          quantOps(), rnnOps(), controlOps(), signalOps()})
+          quantOps(), rnnOps(), controlOps(), signalOps(), domainOps()})
       for (const OpDef &op : table)
-        LAZYJIT_INTERNAL_CHECK(m.emplace(op.opType, &op).second,
-                               "onnx: op type {} is in two op tables", op.opType);
+        LAZYJIT_INTERNAL_CHECK(
+            m.emplace(std::string(op.domain) + ":" + std::string(op.opType), &op).second,
+            "onnx: op type {} is in two op tables", op.opType);
     return m;
   }();
-  auto it = byType.find(opType);
-  return it == byType.end() ? nullptr : it->second;
+  return byKey;
 }
 
-std::vector<std::string_view> supportedOps() {
-  std::vector<std::string_view> out;
-  for (std::span<const OpDef> table :
-       {coreOps(), mathOps(), reduceOps(), convOps(), normOps(), resizeOps(), tensorOps(),
-        quantOps(), rnnOps(), controlOps(), signalOps()})
-    for (const OpDef &op : table) out.push_back(op.opType);
+} // namespace
+
+const OpDef *findOp(std::string_view opType, std::string_view domain) {
+  if (domain == "ai.onnx") domain = "";
+  auto it = opIndex().find(std::string(domain) + ":" + std::string(opType));
+  return it == opIndex().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> supportedOps() {
+  std::vector<std::string> out;
+  for (const auto &[key, op] : opIndex())
+    out.push_back(op->domain.empty() ? std::string(op->opType)
+                                     : std::string(op->domain) + ":" + std::string(op->opType));
   std::sort(out.begin(), out.end());
   return out;
 }

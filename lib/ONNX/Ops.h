@@ -40,12 +40,15 @@ struct OpDef {
   size_t minInputs, maxInputs, numOutputs;
   void (*check)(const NodeContext &ctx);
   std::vector<Tensor> (*run)(const NodeContext &ctx, const std::vector<Tensor> &in);
+  /// The op's domain: "" for the default one (also written "ai.onnx"), else
+  /// "ai.onnx.preview.training", "ai.onnx.ml", "com.microsoft".
+  std::string_view domain = "";
 };
 
-/// The op named `opType` of the default domain, or null.
-const OpDef *findOp(std::string_view opType);
-/// Every supported op type, sorted.
-std::vector<std::string_view> supportedOps();
+/// The op named `opType` of `domain` ("" or "ai.onnx" for the default domain), or null.
+const OpDef *findOp(std::string_view opType, std::string_view domain = "");
+/// Every supported op, sorted: "Conv", or "com.microsoft:Attention" outside the default domain.
+std::vector<std::string> supportedOps();
 
 // The op tables, one per file; findOp looks through all of them (an op type is in one table).
 std::span<const OpDef> coreOps();    // Ops.cpp: element-wise basics, MatMul, Gemm, reshapes
@@ -59,6 +62,7 @@ std::span<const OpDef> quantOps();   // OpsQuant.cpp: quantization, integer matm
 std::span<const OpDef> rnnOps();     // OpsRNN.cpp: RNN, GRU, LSTM
 std::span<const OpDef> controlOps(); // OpsControl.cpp: If, Loop, Scan, host lookups (NMS, TF-IDF)
 std::span<const OpDef> signalOps();  // OpsSignal.cpp: windows, DFT, STFT, MelWeightMatrix
+std::span<const OpDef> domainOps();  // OpsDomains.cpp: the training, ai.onnx.ml, com.microsoft ops
 
 /// The lazyjit dtype of an ONNX tensor element type, or nullopt when lazyjit has none.
 std::optional<DType> toDType(DataType t);

@@ -47,7 +47,7 @@ public:
   /// also defines, which older models list, are left out: the initializer is their value).
   const std::vector<ModelValue> &inputs() const { return inputs_; }
   const std::vector<ModelValue> &outputs() const { return outputs_; }
-  /// The version of the default domain ("" or "ai.onnx") that the model imports.
+  /// The version of the default domain ("" or "ai.onnx") that the model imports (0: none).
   int64_t opsetVersion() const { return opset_; }
   const std::string &fileName() const { return fileName_; }
 
@@ -76,6 +76,10 @@ private:
   std::shared_ptr<const ModelProto> proto_;
   std::string fileName_;
   int64_t opset_ = 0;
+  /// Every imported domain's version ("" for the default domain).
+  std::map<std::string, int64_t> opsets_;
+  /// The version of `n`'s domain the model imports (0: none).
+  int64_t opsetOf(const NodeProto &n) const;
   std::vector<ModelValue> inputs_, outputs_;
   /// The initializers as lazy tensors, made once at load.
   std::map<std::string, Tensor> initializers_;
@@ -97,7 +101,8 @@ Tensor tensorFromProto(const TensorProto &t, std::shared_ptr<const void> storage
 /// is written (output_0.pb ...). A write error is an Error naming `path`.
 void saveTensorFile(const Tensor &t, const std::string &path, const std::string &name = "");
 
-/// The op types of the default domain the importer runs, sorted.
+/// The op types the importer runs, sorted: "Conv" for the default domain, "domain:Type" for
+/// others ("ai.onnx.preview.training:Adam").
 std::vector<std::string> supportedOpTypes();
 
 /// The ONNX element type of a lazyjit dtype.
