@@ -261,6 +261,10 @@ Out runClip(const NodeContext &ctx, const Inputs &in) {
 void checkMod(const NodeContext &ctx) { intAttr(ctx.node, "fmod", 0); }
 /// Mod: C's fmod (truncated division) with fmod=1, else numpy's mod (the sign of the divisor).
 Out runMod(const NodeContext &ctx, const Inputs &in) {
+  // (the spec requires fmod=1 for floats, as onnxruntime does: numpy's float mod is not ONNX's)
+  LAZYJIT_USER_CHECK(!in[0].dtype().isFloat() || intAttr(ctx.node, "fmod", 0) == 1, Error,
+                     "Mod of {} needs the attribute fmod=1 (fmod=0 is for integers)",
+                     in[0].dtype().name());
   Tensor r = rawBinary(Op::Mod, in[0], in[1]);
   if (intAttr(ctx.node, "fmod", 0) || in[0].dtype().isUnsigned()) return {r};
   Tensor zero = scalarOf(r, 0);

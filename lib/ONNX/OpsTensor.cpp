@@ -388,9 +388,10 @@ Out runSlice(const NodeContext &ctx, const Inputs &in) {
     LAZYJIT_USER_CHECK(step != 0, Error, "steps {} has a 0", dimsText(*steps));
     if (s < 0) s += d;
     if (e < 0) e += d;
-    // out-of-range starts and ends are clamped as numpy (the reference) and onnxruntime do; the
-    // spec's [0, dim - 1] for a negative step's start would take one element where they take none
-    if (d == 0 || (step < 0 && s < 0)) {
+    // out-of-range starts and ends are clamped as the spec and onnxruntime do: a negative step's
+    // start into [0, dim - 1], its end into [-1, dim - 1] (numpy takes no element where a start
+    // before the front clamps to 0 here and takes one)
+    if (d == 0) {
       index[a] = Index::range(0, 0);
     } else if (step > 0) {
       index[a] = Index::range(std::clamp<int64_t>(s, 0, d), std::clamp<int64_t>(e, 0, d), step);

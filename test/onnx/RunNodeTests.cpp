@@ -2,6 +2,9 @@
 // DATA/node/<test>/model.onnx + test_data_set_<k>/{input,output}_<i>.pb) through onnx::Model and
 // scores them as ONNX's own runner does: the same outputs, the same dtype and shape, values within
 // rtol 1e-3 and atol 1e-7 (|got - want| <= atol + rtol * |want|), NaN equal to NaN.
+// A test directory with an expected_error.txt (lazyjit's own cases, test/onnx/extra/) passes iff
+// loading or running it throws a lazyjit Error (not an InternalError) whose message contains that
+// file's first line.
 //
 //   onnx-node-tests DATA EXPECTATIONS [--shard I/N] [--filter SUBSTR] [--update] [-v]
 //   onnx-node-tests --models DIR [--filter SUBSTR] [--batches 1,8]
@@ -101,51 +104,88 @@ std::string firstLine(std::string msg, const std::string &dir) {
   return msg;
 }
 
+/// Loads and runs every test_data_set_* of the test in `dir`; why its outputs are not the expected
+/// ones, or nullopt when they are. Errors from loading or running propagate.
+std::optional<std::string> runDataSets(const fs::path &dir) {
+  onnx::Model m = onnx::Model::load((dir / "model.onnx").string());
+  std::vector<fs::path> sets;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "the test has no test_data_set_* directory";
+  for (const fs::path &set : sets) {
+    std::map<std::string, Tensor> inputs;
+    for (size_t i = 0; fs::exists(set / fmt::format("input_{}.pb", i)); ++i) {
+      if (i >= m.inputs().size())
+        return fmt::format("{} gives input {}, but the model has {} inputs",
+                           set.filename().string(), i, m.inputs().size());
+      Tensor t = onnx::loadTensorFile((set / fmt::format("input_{}.pb", i)).string());
+      // numpy has no bfloat16: ONNX's generators store bfloat16 data as its uint16 bits
+      if (m.inputs()[i].dataType == onnx::DataType::BFloat16 && t.dtype() == dtypes::uint16)
+        t = t.bitcast(dtypes::bfloat16);
+      inputs[m.inputs()[i].name] = t;
+    }
+    std::map<std::string, Tensor> outs = m.run(inputs);
+    std::vector<Tensor> got;
+    for (const onnx::ModelValue &v : m.outputs()) got.push_back(outs.at(v.name));
+    Tensor::corealize(got);
+    for (size_t i = 0; fs::exists(set / fmt::format("output_{}.pb", i)); ++i) {
+      if (i >= got.size())
+        return fmt::format("{} expects output {}, but the model has {} outputs",
+                           set.filename().string(), i, got.size());
+      Tensor want = onnx::loadTensorFile((set / fmt::format("output_{}.pb", i)).string());
+      if (m.outputs()[i].dataType == onnx::DataType::BFloat16 && want.dtype() == dtypes::uint16)
+        want = want.bitcast(dtypes::bfloat16);
+      std::string why = compare(got[i], want);
+      if (!why.empty())
+        return fmt::format("output {} ('{}'): {}", i, m.outputs()[i].name, why);
+    }
+  }
+  return std::nullopt;
+}
+
 /// Runs one test; the reason it fails, or nullopt when it passes.
 std::optional<std::string> runTest(const fs::path &dir) {
   std::string prefix = dir.string();
   try {
-    onnx::Model m = onnx::Model::load((dir / "model.onnx").string());
-    std::vector<fs::path> sets;
-    for (const auto &e : fs::directory_iterator(dir))
-      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
-        sets.push_back(e.path());
-    std::sort(sets.begin(), sets.end());
-    if (sets.empty()) return "the test has no test_data_set_* directory";
-    for (const fs::path &set : sets) {
-      std::map<std::string, Tensor> inputs;
-      for (size_t i = 0; fs::exists(set / fmt::format("input_{}.pb", i)); ++i) {
-        if (i >= m.inputs().size())
-          return fmt::format("{} gives input {}, but the model has {} inputs",
-                             set.filename().string(), i, m.inputs().size());
-        Tensor t = onnx::loadTensorFile((set / fmt::format("input_{}.pb", i)).string());
-        // numpy has no bfloat16: ONNX's generators store bfloat16 data as its uint16 bits
-        if (m.inputs()[i].dataType == onnx::DataType::BFloat16 && t.dtype() == dtypes::uint16)
-          t = t.bitcast(dtypes::bfloat16);
-        inputs[m.inputs()[i].name] = t;
-      }
-      std::map<std::string, Tensor> outs = m.run(inputs);
-      std::vector<Tensor> got;
-      for (const onnx::ModelValue &v : m.outputs()) got.push_back(outs.at(v.name));
-      Tensor::corealize(got);
-      for (size_t i = 0; fs::exists(set / fmt::format("output_{}.pb", i)); ++i) {
-        if (i >= got.size())
-          return fmt::format("{} expects output {}, but the model has {} outputs",
-                             set.filename().string(), i, got.size());
-        Tensor want = onnx::loadTensorFile((set / fmt::format("output_{}.pb", i)).string());
-        if (m.outputs()[i].dataType == onnx::DataType::BFloat16 && want.dtype() == dtypes::uint16)
-          want = want.bitcast(dtypes::bfloat16);
-        std::string why = compare(got[i], want);
-        if (!why.empty())
-          return fmt::format("output {} ('{}'): {}", i, m.outputs()[i].name, why);
-      }
-    }
-    return std::nullopt;
+    return runDataSets(dir);
   } catch (const InternalError &e) {
     return "internal error: " + firstLine(e.what(), prefix);
   } catch (const std::exception &e) {
     return firstLine(e.what(), prefix);
   }
+}
+
+/// Runs a test that must fail: loading or running it must throw a lazyjit Error, not an
+/// InternalError nor another exception, whose message contains `want`.
+std::optional<std::string> runErrorTest(const fs::path &dir, const std::string &want) {
+  if (want.empty()) return "its expected_error.txt is empty";
+  std::string prefix = dir.string();
+  try {
+    std::optional<std::string> why = runDataSets(dir);
+    return fmt::format("expected an error containing \"{}\", but the test ran{}", want,
+                       why ? " (" + *why + ")" : std::string());
+  } catch (const InternalError &e) {
+    return "internal error instead of the expected error: " + firstLine(e.what(), prefix);
+  } catch (const Error &e) {
+    if (std::string(e.what()).find(want) != std::string::npos) return std::nullopt;
+    return fmt::format("the error \"{}\" does not contain \"{}\"", firstLine(e.what(), prefix),
+                       want);
+  } catch (const std::exception &e) {
+    return "an exception that is not a lazyjit Error: " + firstLine(e.what(), prefix);
+  }
+}
+
+/// The expected error of the test in `dir`: the first line of its expected_error.txt, or nullopt
+/// when it has none (it must pass).
+std::optional<std::string> expectedError(const fs::path &dir) {
+  std::ifstream in(dir / "expected_error.txt");
+  if (!in) return std::nullopt;
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
 }
 
 std::map<std::string, std::string> readExpectations(const std::string &path) {
@@ -310,7 +350,9 @@ int main(int argc, char **argv) {
     ++ran;
     std::cout << name << " ... " << std::flush;
     auto t0 = std::chrono::steady_clock::now();
-    std::optional<std::string> why = runTest(nodeDir / name);
+    std::optional<std::string> wantError = expectedError(nodeDir / name);
+    std::optional<std::string> why = wantError ? runErrorTest(nodeDir / name, *wantError)
+                                               : runTest(nodeDir / name);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                     .count();
     bool listed = expected.count(name) != 0;
