@@ -1,6 +1,7 @@
 // Runs an ONNX model with lazyjit: imports it, runs it once (import, schedule, compile and run) and
-// then in the steady state under Jit (replay with new inputs), and prints both timings and the
-// outputs' shapes and first values.
+// then in the steady state under Jit (replay with new inputs), and prints both timings, the memory
+// an inference holds at its peak against its weights and largest activations, and the outputs'
+// shapes and first values.
 //
 //   onnx_infer MODEL.onnx [--input NAME=FILE.npy|.pb]... [--dim NAME=N]... [--iters N]
 //
@@ -8,6 +9,8 @@
 // (`batch`) takes its size from --dim, else 1.
 #include "lazyjit/NN/State.h"
 #include "lazyjit/ONNX/Model.h"
+#include "lazyjit/Runtime/Buffer.h"
+#include "lazyjit/Runtime/Realize.h"
 #include "lazyjit/Support/Error.h"
 #include "lazyjit/Tensor/Jit.h"
 
@@ -93,11 +96,30 @@ int run(int argc, char **argv) {
     for (const onnx::ModelValue &v : model.outputs()) outs.push_back(out.at(v.name));
     return outs;
   };
-  Jit jit(fn);
+  // The first call, outside Jit, watched kernel by kernel: the bytes of live buffers at their peak
+  // and the two largest buffers a kernel wrote (the activations the bound is about).
+  int64_t before = bufferBytesInUse(), peak = before;
+  std::vector<int64_t> largest = {0, 0};
+  setScheduleObserver([&](const ScheduleItem &si, const Program *) {
+    peak = std::max(peak, bufferBytesInUse());
+    if (si.isKernel() && si.out->realized()) {
+      auto b = int64_t(si.out->realized()->nbytes());
+      if (b > largest[1]) largest[1] = b;
+      if (largest[1] > largest[0]) std::swap(largest[0], largest[1]);
+    }
+  });
   t0 = Clock::now();
-  std::vector<Tensor> outs = jit(inputs);
-  for (Tensor &o : outs) o.realize();
+  std::vector<Tensor> outs = fn(inputs);
+  Tensor::corealize(outs);
   double firstMs = msSince(t0);
+  setScheduleObserver(nullptr);
+  int64_t outBytes = 0;
+  for (Tensor &o : outs) outBytes += int64_t(o.toBytes().size());
+  // what stays after the call: the weights (realized and kept by the model) and the outputs
+  int64_t weights = bufferBytesInUse() - before - outBytes;
+
+  Jit jit(fn);
+  outs = jit(inputs);
   for (int i = 0; i < 2; ++i) jit(inputs); // the capture
   t0 = Clock::now();
   for (int i = 0; i < iters; ++i) outs = jit(inputs);
@@ -109,6 +131,14 @@ int run(int argc, char **argv) {
   std::cout << fmt::format("load {:.1f} ms; first call {:.1f} ms (schedule, compile, run); "
                            "steady state {:.2f} ms per call ({} kernels, {} calls)\n",
                            loadMs, firstMs, steadyMs, jit.kernelCount(), iters);
+  constexpr double MB = 1 << 20;
+  int64_t bound = weights + 2 * (largest[0] + largest[1]);
+  std::cout << fmt::format("memory: peak {:.1f} MB of buffers in the first call; weights {:.1f} MB, "
+                           "largest activations {:.1f} + {:.1f} MB: {} the bound weights + 2x "
+                           "those ({:.1f} MB)\n",
+                           double(peak - before) / MB, double(weights) / MB, double(largest[0]) / MB,
+                           double(largest[1]) / MB, peak - before <= bound ? "within" : "OVER",
+                           double(bound) / MB);
   for (size_t i = 0; i < outs.size(); ++i) {
     std::vector<float> v = outs[i].cast(dtypes::float32).toVector<float>();
     v.resize(std::min<size_t>(v.size(), 6));

@@ -86,7 +86,12 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn, const s
   Exclusive only(busy, "called concurrently");
   Impl &s = *impl;
   std::vector<Tensor> inputs = inputsIn;
-  for (auto &t : inputs) t.realize();
+  for (auto &t : inputs) {
+    t.realize();
+    // a constant (Tensor::zeros, full) stays an unrealized const when realized: give it a buffer,
+    // which the capture swaps like any input's
+    if (!t.lazydata()->isRealized()) t = t.contiguous().realize();
+  }
   std::vector<std::shared_ptr<Buffer>> bufs;
   for (const auto &t : inputs) bufs.push_back(bufferOf(t));
   for (size_t i = 0; i < bufs.size(); ++i)

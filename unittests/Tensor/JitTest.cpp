@@ -146,3 +146,16 @@ TEST_CASE("Jit: a call that finds another call of the same Jit in progress is an
   CHECK(jit.captured());
   CHECK_FALSE(inner);
 }
+
+TEST_CASE("Jit: a constant input (Tensor::zeros, full) gets a buffer and later calls replay on new values") {
+  auto f = [](const std::vector<Tensor> &in) { return std::vector<Tensor>{(in[0] + 1).sum()}; };
+  Jit jit(f);
+  for (int call = 0; call < 4; ++call) {
+    CAPTURE(call);
+    // the first calls pass constants, which realize to no buffer of their own; the later ones data
+    Tensor x = call < 3 ? Tensor::full(Shape{2, 3}, double(call), {dtypes::float32, "CPU"})
+                        : input(2, 7);
+    float want = f({x})[0].item<float>();
+    CHECK(jit({x})[0].item<float>() == doctest::Approx(want));
+  }
+}
