@@ -127,6 +127,18 @@ bool hasTranscendental(const KernelOp &ast) {
   return false;
 }
 
+// Whether the kernel's transcendental math is where it decides the kernel's speed: anywhere in an
+// element-wise kernel, inside the reduce of a reduce kernel. Math after the reduce (a matmul's
+// exact GELU, its erf built on exp2) runs once per output, which the reduce's hundreds of steps
+// amortize; it must not keep the matmul from its register tile (ViT-B/16's MLP, x @ W1 + b then
+// GELU: 2.5 GFLOP/s untiled).
+bool transcendentalMatters(const Kernel &k) {
+  if (!k.reduceop) return hasTranscendental(*k.ast);
+  for (const KernelOpRef &src : k.reduceop->src)
+    if (hasTranscendental(*src)) return true;
+  return false;
+}
+
 // For a reduce over inputs broadcast along different axes: an output axis along which an input
 // that is broadcast along the vector axis varies, and every input that varies along the vector
 // axis is broadcast.
@@ -213,6 +225,16 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
     // against 25 without a tile, on AVX-512 (32 lanes) at 262 against 37; where 4 or 2 rows fit,
     // 5 ran 5-10% slower than they do.
     if (rows == 1 && tsize % 5 == 0 && 5 * regsPerRow <= (wide ? 16 : 10)) rows = 5;
+    // a tile axis no tile divides (a prime: ViT's 197 tokens) is padded to whole tiles: the padded
+    // rows read masked broadcast values and are never stored. x @ W for 197 x 768 @ 768 x 3072 ran
+    // untiled at 2.5 GFLOP/s.
+    if (rows == 1 && tsize >= 16 && varsFromAst(*k.ast).empty())
+      for (int64_t r : {8, 6, 4})
+        if (r <= maxRows && (tsize + r - 1) / r * r - tsize <= tsize / 8) {
+          k.applyOpt({OptOp::PadTo, static_cast<int64_t>(*tile), r});
+          rows = r;
+          break;
+        }
     // a scattered output's tile of pixels (scatterTile) where only 2 or 3 rows divide: 7 or 5 on
     // AVX-512
     for (int64_t r : {7, 5})
@@ -380,7 +402,7 @@ bool stridedScatter(Kernel &k) {
 
 void applyCPUHeuristics(Kernel &k) {
   if (k.shapeLen() == 0) return;
-  bool transcendental = hasTranscendental(*k.ast);
+  bool transcendental = transcendentalMatters(k);
   // float16 and bfloat16 kernels, computed in float32 lanes, take the float kernels' tiles (a
   // 1024^3 float16 matmul 5.5 -> 96 GFLOP/s), but with exp2/log2/sin they keep the column tile,
   // whose loops LLVM vectorizes at a copy's speed (2048 x 2048 float16 exp: 0.9 ms, x * 2: 0.6)

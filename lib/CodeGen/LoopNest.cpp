@@ -108,8 +108,11 @@ bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, con
     }
     if (x->op == Op::Xor) return false; // integers only
     if (x->op == Op::Cast) {
+      // a cast to bool (a compare's result made a WHERE's condition: x != 0 on float lanes) is
+      // an i1 vector as CMPLT's is; imported models put them in matmul and conv epilogues (an
+      // exact GELU's erf, Clip, masks), which ran scalar without it
       const auto &ca = std::get<CastArg>(x->arg);
-      if (ca.bitcast || !floating(ca.dtype)) return false;
+      if (ca.bitcast || (!floating(ca.dtype) && ca.dtype != dtypes::boolean)) return false;
     }
     if (isTranscendental(x->op)) {
       std::optional<DType> dt = x->kernelDType();

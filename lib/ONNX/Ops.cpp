@@ -327,7 +327,7 @@ const std::unordered_map<std::string, const OpDef *> &opIndex() {
     std::unordered_map<std::string, const OpDef *> m;
     for (std::span<const OpDef> table :
          {coreOps(), mathOps(), reduceOps(), convOps(), normOps(), resizeOps(), tensorOps(),
-          quantOps(), rnnOps(), controlOps(), signalOps(), domainOps()})
+          quantOps(), rnnOps(), controlOps(), signalOps(), domainOps(), newOps()})
       for (const OpDef &op : table)
         LAZYJIT_INTERNAL_CHECK(
             m.emplace(std::string(op.domain) + ":" + std::string(op.opType), &op).second,

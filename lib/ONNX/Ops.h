@@ -63,6 +63,7 @@ std::span<const OpDef> rnnOps();     // OpsRNN.cpp: RNN, GRU, LSTM
 std::span<const OpDef> controlOps(); // OpsControl.cpp: If, Loop, Scan, host lookups (NMS, TF-IDF)
 std::span<const OpDef> signalOps();  // OpsSignal.cpp: windows, DFT, STFT, MelWeightMatrix
 std::span<const OpDef> domainOps();  // OpsDomains.cpp: the training, ai.onnx.ml, com.microsoft ops
+std::span<const OpDef> newOps();     // OpsNew.cpp: default-domain ops of opsets 18-21
 
 /// The lazyjit dtype of an ONNX tensor element type, or nullopt when lazyjit has none.
 std::optional<DType> toDType(DataType t);

@@ -120,7 +120,10 @@ Tensor erfOf(const Tensor &xIn) {
     for (int i = 8; i >= 0; --i) poly = poly.mul(t).add(p[i]);
     Tensor erfc = t.mul(poly.sub(z.mul(z)).exp());
     Tensor large = erfc.sub(1.0, true).mul(signOf(x));
-    return less(z, scalarOf(x, 0.5)).where(small, large);
+    // (a plain compare: a NaN x is NaN on either branch, and `less` would bring its NaN masks and
+    // a bool buffer into the matmul this erf is often fused behind, keeping it off the vector
+    // tiles)
+    return asBool(z.lt(0.5)).where(small, large);
   });
 }
 

@@ -11,6 +11,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 import common  # noqa: E402
 import bad_nodes  # noqa: E402
+import domain_ops  # noqa: E402
 import math_ops  # noqa: E402
 import nn_ops  # noqa: E402
 import quant_signal_ops  # noqa: E402
@@ -18,7 +19,7 @@ import sequence_ops  # noqa: E402
 import tensor_ops  # noqa: E402
 
 FAMILIES = [('tensor', tensor_ops), ('math', math_ops), ('nn', nn_ops), ('seq', sequence_ops),
-            ('qs', quant_signal_ops), ('bad', bad_nodes)]
+            ('qs', quant_signal_ops), ('bad', bad_nodes), ('dom', domain_ops)]
 
 if __name__ == '__main__':
     if len(sys.argv) != 2:
