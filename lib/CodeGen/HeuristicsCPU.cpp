@@ -228,9 +228,9 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
     // a tile axis no tile divides (a prime: ViT's 197 tokens) is padded to whole tiles: the padded
     // rows read masked broadcast values and are never stored. x @ W for 197 x 768 @ 768 x 3072 ran
     // untiled at 2.5 GFLOP/s.
-    if (rows == 1 && tsize >= 16 && varsFromAst(*k.ast).empty())
+    if (rows == 1 && tsize >= (k.scatterOutput ? 12 : 16) && varsFromAst(*k.ast).empty())
       for (int64_t r : {8, 6, 4})
-        if (r <= maxRows && (tsize + r - 1) / r * r - tsize <= tsize / 8) {
+        if (r <= maxRows && (tsize + r - 1) / r * r - tsize <= tsize / (k.scatterOutput ? 4 : 8)) {
           k.applyOpt({OptOp::PadTo, static_cast<int64_t>(*tile), r});
           rows = r;
           break;
@@ -363,7 +363,9 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile, bool strided = false) {
   // are strided, which leaves no other vector layout: 15 wide from 29 x 29)
   bool rowsDivide = vsize % 8 == 0 || vsize % 6 == 0 || vsize % 4 == 0 || ((!wide || strided) && vsize % 5 == 0) ||
                     vsize % 7 == 0;
-  if (tsize % lanes != 0 || !rowsDivide) return false;
+  // (rows no tile divides, 13 or 27 wide as SqueezeNet's, are padded to whole tiles by
+  // applyVectorTile: the padded pixels read masked inputs and are never stored)
+  if (tsize % lanes != 0 || (!rowsDivide && vsize < 12)) return false;
   std::optional<int64_t> steps = cpu_heuristics::reduceLoopSteps(k);
   if (!steps || *steps < 64) return false;
   Kernel c = k;
