@@ -59,6 +59,13 @@ std::string tensorText(const Tensor &t) {
   return fmt::format("{}[{}]", t.dtype().name(), fmt::join(t.intShape(), ", "));
 }
 
+/// A value the load-time checks guarantee is defined by the time it is read.
+const Tensor &valueOf(const std::map<std::string, Tensor> &env, const std::string &name) {
+  auto it = env.find(name);
+  LAZYJIT_INTERNAL_CHECK(it != env.end(), "onnx: value '{}' read before it was computed", name);
+  return it->second;
+}
+
 ModelValue toModelValue(const ValueInfoProto &v) {
   ModelValue m;
   m.name = v.name;
@@ -123,9 +130,10 @@ void Model::check() {
 
   checkGraph(g, defined, 0);
   for (const NodeProto &n : g.node)
-    for (const std::string &out : n.output) defined.insert(out);
+    for (const std::string &out : n.output)
+      if (!out.empty()) defined.insert(out); // ("" is an omitted optional output)
   for (const ModelValue &v : outputs_)
-    LAZYJIT_USER_CHECK(defined.count(v.name), Error,
+    LAZYJIT_USER_CHECK(!v.name.empty() && defined.count(v.name), Error,
                        "{}: graph output '{}' is not produced by any node, input or initializer",
                        fileName_, v.name);
 }
@@ -189,7 +197,7 @@ void Model::runGraph(const GraphProto &g, RunState &state) const {
     int64_t opset = opsetOf(n);
     std::vector<Tensor> in;
     for (const std::string &name : n.input)
-      in.push_back(name.empty() ? Tensor() : state.env.at(name));
+      in.push_back(name.empty() ? Tensor() : valueOf(state.env, name));
 
     // shape arithmetic and constants: evaluated on the host, no kernel
     std::vector<const fold::HostValue *> hostIn;
@@ -250,6 +258,10 @@ void Model::runGraph(const GraphProto &g, RunState &state) const {
     } catch (const Error &) {
       rethrowIn(fileName_ + ": " + nodeLabel(n, i, opset));
     }
+    for (size_t k = 0; k < n.output.size(); ++k)
+      LAZYJIT_USER_CHECK(n.output[k].empty() || (k < out.size() && out[k].defined()), Error,
+                         "{}: {}: output {} ('{}') is not produced (the op gives {} here)",
+                         fileName_, nodeLabel(n, i, opset), k, n.output[k], out.size());
     for (size_t k = 0; k < n.output.size() && k < out.size(); ++k)
       if (!n.output[k].empty()) {
         state.env[n.output[k]] = out[k];
@@ -291,7 +303,7 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor> &in
   env = std::move(state.env);
 
   std::map<std::string, Tensor> result;
-  for (const ModelValue &v : outputs_) result[v.name] = env.at(v.name);
+  for (const ModelValue &v : outputs_) result[v.name] = valueOf(env, v.name);
   return result;
 }
 

@@ -502,3 +502,10 @@ TEST_CASE("ONNX model: external data is read from its file beside the model when
                        doctest::Contains("is outside the model's directory"), Error);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("ONNX model: a graph output with no name, or one that no node produces, is an Error at load") {
+  // (found by fuzz-onnx: a GRU whose first output is omitted and a graph output named "")
+  GraphBuilder b = oneNode(node("Relu", {"x"}, {"y"}), {"2"});
+  b.output(tensorInfo("", DataType::Float, {}));
+  CHECK_THROWS_WITH_AS(b.model(13), doctest::Contains("graph output '' is not produced"), Error);
+}
