@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace lazyjit {
 
@@ -92,11 +93,18 @@ void setScheduleObserver(ScheduleObserver obs) { observer() = std::move(obs); }
 
 namespace {
 thread_local CaptureSink tlsCapture;
+/// The buffers the items captured so far (by the current sink) wrote. While capturing, a kernel
+/// may write over a dying input only if a captured item computes that input: a buffer filled
+/// outside the capture (a tensor made from host data inside the captured function, as an ONNX
+/// model's folded shapes and constants are) is a constant of every replay, which an in-place
+/// write would corrupt for the next one.
+thread_local std::unordered_set<const Buffer *> tlsCapturedOutputs;
 } // namespace
 
 CaptureSink setCaptureSink(CaptureSink sink) {
   CaptureSink prev = std::move(tlsCapture);
   tlsCapture = std::move(sink);
+  tlsCapturedOutputs.clear();
   return prev;
 }
 
@@ -177,6 +185,9 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
       // back to the allocator's cache); the input's node is released here, under the lock, so that
       // no other thread finds it in the dedup cache and reads the buffer being written over
       int dying = fresh && kind == Op::Store && reuseInputs ? dyingInput(si, *programs[i], size, out.dtype()) : -1;
+      if (dying >= 0 && tlsCapture &&
+          !tlsCapturedOutputs.count(si.inputs[static_cast<size_t>(dying)]->realized().get()))
+        dying = -1;
       if (dying >= 0) {
         dst = si.inputs[static_cast<size_t>(dying)]->realized();
         out.setRealized(dst);
@@ -255,6 +266,7 @@ RunStats runSchedule(std::vector<ScheduleItem> sched, bool profile) {
       c.varVals = si.varVals;
       if (kind == Op::Custom) c.custom = si.host->custom;
       c.device = out.device;
+      tlsCapturedOutputs.insert(dst.get());
       tlsCapture(std::move(c));
     }
   }

@@ -159,3 +159,20 @@ TEST_CASE("Jit: a constant input (Tensor::zeros, full) gets a buffer and later c
     CHECK(jit({x})[0].item<float>() == doctest::Approx(want));
   }
 }
+
+TEST_CASE("Jit: a kernel never writes over a tensor the function made from host data (a constant of every replay)") {
+  // c is made from host data inside the function and dies with the kernel that doubles it: a plain
+  // call may write c * 2 over c's buffer, but a replay reads that buffer again as c. (An ONNX
+  // model's folded shapes and constants are such tensors: GPT-2's replays drifted.)
+  auto f = [](const std::vector<Tensor> &in) {
+    Tensor d = Tensor::fromVector(std::vector<float>{1, 2, 3}, Shape{3}, "CPU").mul(2).contiguous();
+    return std::vector<Tensor>{d.add(in[0]).contiguous().mul(3)};
+  };
+  Jit jit(f);
+  for (int call = 0; call < 5; ++call) {
+    CAPTURE(call);
+    Tensor x = Tensor::fromVector(std::vector<float>{float(call), 0, -1}, Shape{3}, "CPU").realize();
+    std::vector<float> got = jit({x})[0].toVector<float>();
+    CHECK(got == std::vector<float>{(2 + float(call)) * 3, 12, 15});
+  }
+}
