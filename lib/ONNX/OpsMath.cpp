@@ -99,32 +99,9 @@ Tensor roundOf(const Tensor &x) {
   return up.where(f.add(1.0), f);
 }
 
-/// erf: its Maclaurin series below 0.5, 1 - erfc (Numerical Recipes' erfcc, fractional error
-/// under 1.2e-7) above.
+/// erf (Tensor::erf) of a floating input in its own dtype.
 Tensor erfOf(const Tensor &xIn) {
-  return inFloat(xIn, [](const Tensor &x) {
-    Tensor x2 = x.mul(x);
-    // 2/sqrt(pi) * (-1)^n / (n! (2n + 1)), n = 0..8
-    static const double c[] = {
-        1.1283791670955126,     -0.37612638903183754,    0.11283791670955126,
-        -0.026866170645131252,  0.005223977625442188,    -0.0008548327023450853,
-        0.00012055332981789664, -1.4925650358406252e-05, 1.6462114365889246e-06};
-    Tensor s = scalarOf(x, c[8]);
-    for (int i = 7; i >= 0; --i) s = s.mul(x2).add(c[i]);
-    Tensor small = s.mul(x);
-    Tensor z = x.abs();
-    Tensor t = z.mul(0.5).add(1.0).reciprocal();
-    static const double p[] = {-1.26551223, 1.00002368,  0.37409196, 0.09678418,  -0.18628806,
-                               0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
-    Tensor poly = scalarOf(x, p[9]);
-    for (int i = 8; i >= 0; --i) poly = poly.mul(t).add(p[i]);
-    Tensor erfc = t.mul(poly.sub(z.mul(z)).exp());
-    Tensor large = erfc.sub(1.0, true).mul(signOf(x));
-    // (a plain compare: a NaN x is NaN on either branch, and `less` would bring its NaN masks and
-    // a bool buffer into the matmul this erf is often fused behind, keeping it off the vector
-    // tiles)
-    return asBool(z.lt(0.5)).where(small, large);
-  });
+  return inFloat(xIn, [](const Tensor &x) { return x.erf(); });
 }
 
 /// atan: |x| > 1 through pi/2 - atan(1/x); the rest halved three times (atan(x) = 2 atan(x / (1 +
@@ -372,9 +349,8 @@ const OpDef opTable[] = {
     UNARY_ATTR("LeakyRelu", checkAlpha,
                less(x, scalarOf(x, 0)).where(x.mul(double(floatAttr(n, "alpha", 0.01f))), x)),
     UNARY_ATTR("HardSigmoid", checkHardSigmoid,
-               x.mul(double(floatAttr(n, "alpha", 0.2f)))
-                   .add(double(floatAttr(n, "beta", 0.5f)))
-                   .clip(0, 1)),
+               x.hardsigmoid(double(floatAttr(n, "alpha", 0.2f)),
+                             double(floatAttr(n, "beta", 0.5f)))),
     UNARY("HardSwish", in[0].mul(in[0].mul(1.0 / 6).add(0.5).clip(0, 1))),
     UNARY_ATTR("ThresholdedRelu", checkAlpha,
                less(scalarOf(x, floatAttr(n, "alpha", 1)), x).where(x, scalarOf(x, 0))),

@@ -4,6 +4,7 @@
 #include "TensorInternals.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace lazyjit {
@@ -240,5 +241,58 @@ Tensor Tensor::gather(Tensor idxArg, int64_t dim) const & {
   return eqm.mul(permute(p).shrink(shr).unsqueeze(0)).sum(std::vector<int64_t>{-1}).transpose(0, d);
 }
 
+
+Tensor Tensor::interpolate(const std::vector<int64_t> &size, const std::string &mode,
+                           bool alignCorners) const & {
+  LAZYJIT_USER_CHECK(mode == "nearest" || mode == "linear", Error,
+                     "interpolate: mode '{}' is not one of nearest, linear", mode);
+  LAZYJIT_USER_CHECK(!size.empty() && int64_t(size.size()) <= ndim(), ShapeError,
+                     "interpolate: size has {} dims, {} has {}", size.size(), describe(*this), ndim());
+  LAZYJIT_USER_CHECK(mode == "linear" || !alignCorners, Error,
+                     "interpolate: align_corners is for mode linear, not {}", mode);
+  Tensor x = *this;
+  if (mode == "linear" && !dtype().isFloating()) x = x.cast(dtypes::float32);
+  for (size_t k = 0; k < size.size(); ++k) {
+    int64_t axis = ndim() - int64_t(size.size()) + int64_t(k);
+    LAZYJIT_USER_CHECK(x.shape()[size_t(axis)].isInt(), ShapeError,
+                       "interpolate: dim {} of {} is symbolic", axis, describe(*this));
+    int64_t in = x.shape()[size_t(axis)].asInt(), out = size[k];
+    LAZYJIT_USER_CHECK(out > 0 && in > 0, ShapeError, "interpolate: cannot resize dim {} of {} to {}",
+                       axis, describe(*this), out);
+    if (in == out) continue;
+    // the source positions of each output index along this axis, computed on the host
+    std::vector<int64_t> i0(static_cast<size_t>(out)), i1(static_cast<size_t>(out));
+    std::vector<float> w(size_t(out), 0);
+    for (int64_t i = 0; i < out; ++i) {
+      if (mode == "nearest") {
+        i0[size_t(i)] = std::min(in - 1, int64_t(std::floor(double(i) * double(in) / double(out))));
+        continue;
+      }
+      double src = alignCorners ? (out > 1 ? double(i) * double(in - 1) / double(out - 1) : 0.0)
+                                : std::max(0.0, (double(i) + 0.5) * double(in) / double(out) - 0.5);
+      auto lo = std::min(in - 1, int64_t(std::floor(src)));
+      i0[size_t(i)] = lo;
+      i1[size_t(i)] = std::min(in - 1, lo + 1);
+      w[size_t(i)] = float(src - double(lo));
+    }
+    // the rows at those indices along this axis (one advanced index: it stays in place)
+    Shape idxShape(size_t(ndim()), SInt(1));
+    idxShape[size_t(axis)] = SInt(out);
+    auto along = [&](const std::vector<int64_t> &v) {
+      std::vector<Index> ix(size_t(ndim()), Index::all());
+      ix[size_t(axis)] = Index::of(v);
+      return x.getitem(ix);
+    };
+    Tensor a = along(i0);
+    if (mode == "nearest") {
+      x = a;
+      continue;
+    }
+    Tensor weight = Tensor::fromVector(w, idxShape, device()).cast(x.dtype());
+    Tensor b = along(i1);
+    x = a.add(b.sub(a).mul(weight));
+  }
+  return x;
+}
 
 } // namespace lazyjit

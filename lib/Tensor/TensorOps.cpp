@@ -318,6 +318,57 @@ Tensor Tensor::softplus(double beta) const & {
   return mul(beta).exp().add(1, true).log().mul(1 / beta, true);
 }
 Tensor Tensor::softsign() const & { return div(abs().add(1, true)); }
+Tensor Tensor::erf() const & {
+  // non-float inputs give float32 (as the reference's math does); half widths are computed in
+  // float32 lanes and rounded once
+  if (!dtype().isFloating()) return cast(dtypes::float32).erf();
+  if (dtype().isHalfWidth()) return cast(dtypes::float32).erf().cast(dtype());
+  if (dtype() == dtypes::float64) {
+    // to float64 precision: the Maclaurin series below 2.5 (46 terms; at most 2 digits lost to
+    // cancellation), 1 - erfc above, erfc by its continued fraction (60 terms, evaluated from the
+    // bottom up): erfc(z) = exp(-z^2) / sqrt(pi) / (z + 1/2 / (z + 1 / (z + 3/2 / (z + ...))))
+    Tensor x = *this, x2 = x.mul(x);
+    double term = 2 / std::sqrt(M_PI);
+    std::vector<double> c;
+    for (int n = 0; n <= 45; ++n) {
+      c.push_back(term / (2 * n + 1));
+      term *= -1.0 / (n + 1);
+    }
+    Tensor series = x2.mul(c[45]);
+    for (int n = 44; n >= 1; --n) series = series.add(c[size_t(n)]).mul(x2);
+    series = series.add(c[0]).mul(x);
+    Tensor z = x.abs().maximum(2.5); // (the fraction is only used above 2.5)
+    Tensor f = z;
+    for (int k = 60; k >= 1; --k) f = z.add(f.reciprocal().mul(k / 2.0));
+    Tensor erfc = z.mul(z).neg().exp().div(f.mul(std::sqrt(M_PI)));
+    Tensor sign = x.gt(0.0).sub(x.lt(0.0));
+    return x.abs().lt(2.5).where(series, erfc.sub(1.0, true).mul(sign));
+  }
+  Tensor x = *this, x2 = x.mul(x);
+  // |x| < 0.5: the Maclaurin series 2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n + 1)), n = 0..8
+  static const double c[] = {1.1283791670955126,     -0.37612638903183754,    0.11283791670955126,
+                             -0.026866170645131252,  0.005223977625442188,    -0.0008548327023450853,
+                             0.00012055332981789664, -1.4925650358406252e-05, 1.6462114365889246e-06};
+  Tensor small = x2.mul(c[8]);
+  for (int i = 7; i >= 1; --i) small = small.add(c[i]).mul(x2);
+  small = small.add(c[0]).mul(x);
+  // above: 1 - erfc(|x|) with Numerical Recipes' erfcc (fractional error under 1.2e-7), signed
+  static const double p[] = {-1.26551223, 1.00002368,  0.37409196, 0.09678418,  -0.18628806,
+                             0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+  Tensor z = x.abs();
+  Tensor t = z.mul(0.5).add(1.0).reciprocal();
+  Tensor poly = t.mul(p[9]);
+  for (int i = 8; i >= 1; --i) poly = poly.add(p[i]).mul(t);
+  poly = poly.add(p[0]);
+  Tensor erfc = t.mul(poly.sub(z.mul(z)).exp());
+  // (compares as float 0/1 conditions, no bool casts: an erf fused behind a matmul keeps its
+  // vector lanes; a NaN x is NaN on either branch)
+  Tensor sign = x.gt(0.0).sub(x.lt(0.0));
+  return z.lt(0.5).where(small, erfc.sub(1.0, true).mul(sign));
+}
+Tensor Tensor::hardsigmoid(double alpha, double beta) const & {
+  return mul(alpha).add(beta).clip(0, 1);
+}
 
 // ---- casts ------------------------------------------------------------------------------------------
 

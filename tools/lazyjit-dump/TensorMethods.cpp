@@ -245,6 +245,23 @@ template <class Call> Value Hardtanh::bind(Tensor &, CallArgs &a, Call call) {
   a.finish();
   return call(lo, hi);
 }
+template <class Call> Value Hardsigmoid::bind(Tensor &, CallArgs &a, Call call) {
+  double alpha = doubleOr(a.take(0, "alpha"), 1.0 / 6, "alpha");
+  double beta = doubleOr(a.take(1, "beta"), 0.5, "beta");
+  a.finish();
+  return call(alpha, beta);
+}
+template <class Call> Value Interpolate::bind(Tensor &, CallArgs &a, Call call) {
+  std::vector<int64_t> size = toInts(a.need(0, "size"), "size");
+  std::string mode = "linear";
+  if (auto m = a.take(1, "mode")) {
+    if (!m->is<std::string>()) throw Error("interpolate: mode must be a string, not " + typeName(*m));
+    mode = m->as<std::string>();
+  }
+  bool align = boolOr(a.take(2, "align_corners"), false, "align_corners");
+  a.finish();
+  return call(size, mode, align);
+}
 template <class Call> Value Where::bind(Tensor &, CallArgs &a, Call call) {
   auto x = a.need(0, "input_");
   auto y = a.need(1, "other");

@@ -71,3 +71,70 @@ TEST_CASE("Tensor indexing: gather along every dim with smaller index tensors") 
     expectExact(t.T().gather(make({1, 1}, {2, 1}, dev, dtypes::int32), 1), {2, 1}, {3, 4});
   }
 }
+
+namespace {
+
+/// PyTorch's F.interpolate along one axis of a row-major [rows, in] array, written out from its
+/// definition (the source coordinate of each output index, and the two neighbours' weights).
+std::vector<double> interpolateRef(const std::vector<double> &x, int64_t rows, int64_t in,
+                                   int64_t out, const std::string &mode, bool align) {
+  std::vector<double> y;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < out; ++i) {
+      const double *row = x.data() + r * in;
+      if (mode == "nearest") {
+        y.push_back(row[std::min(in - 1, int64_t(std::floor(double(i) * in / out)))]);
+        continue;
+      }
+      double src = align ? (out > 1 ? double(i) * (in - 1) / (out - 1) : 0)
+                         : std::max(0.0, (i + 0.5) * in / out - 0.5);
+      int64_t lo = std::min<int64_t>(in - 1, int64_t(src)), hi = std::min(in - 1, lo + 1);
+      y.push_back(row[lo] + (row[hi] - row[lo]) * (src - double(lo)));
+    }
+  return y;
+}
+
+} // namespace
+
+TEST_CASE("interpolate: PyTorch's nearest and linear (align_corners both ways) on known values") {
+  Tensor x = Tensor::fromVector(std::vector<float>{1, 2, 3, 4}, Shape{1, 1, 4});
+  // (the values F.interpolate gives for these calls)
+  CHECK(x.interpolate({8}, "linear").toVector<float>() ==
+        std::vector<float>{1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4});
+  CHECK(x.interpolate({7}, "linear", true).toVector<float>() ==
+        std::vector<float>{1, 1.5, 2, 2.5, 3, 3.5, 4});
+  CHECK(x.interpolate({6}, "nearest").toVector<float>() == std::vector<float>{1, 1, 2, 3, 3, 4});
+  CHECK(x.interpolate({2}, "linear").toVector<float>() == std::vector<float>{1.5, 3.5});
+}
+
+TEST_CASE("interpolate: bilinear up and down against the definition, per axis, and its errors") {
+  Vals v = randVals(2 * 3 * 5 * 7, 11);
+  Tensor x = make(v, {2, 3, 5, 7}, "CPU", dtypes::float32);
+  for (bool align : {false, true})
+    for (auto [oh, ow] : std::vector<std::pair<int64_t, int64_t>>{{9, 4}, {3, 12}, {5, 7}}) {
+      CAPTURE(align);
+      CAPTURE(oh);
+      CAPTURE(ow);
+      // along W for every row, then along H (transposed) for every column
+      std::vector<double> w = interpolateRef(v, 2 * 3 * 5, 7, ow, "linear", align), t;
+      for (int64_t p = 0; p < 6; ++p)
+        for (int64_t c = 0; c < ow; ++c)
+          for (int64_t r = 0; r < 5; ++r) t.push_back(w[size_t((p * 5 + r) * ow + c)]);
+      std::vector<double> h = interpolateRef(t, 6 * ow, 5, oh, "linear", align), want;
+      for (int64_t p = 0; p < 6; ++p)
+        for (int64_t r = 0; r < oh; ++r)
+          for (int64_t c = 0; c < ow; ++c) want.push_back(h[size_t((p * ow + c) * oh + r)]);
+      Tensor y = x.interpolate({oh, ow}, "linear", align);
+      REQUIRE(y.intShape() == Ints{2, 3, oh, ow});
+      std::vector<float> got = y.toVector<float>();
+      for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+    }
+  Tensor ints = Tensor::fromVector(std::vector<int32_t>{1, 5}, Shape{2});
+  CHECK(ints.interpolate({4}, "nearest").dtype() == dtypes::int32);
+  CHECK(ints.interpolate({3}, "linear", true).toVector<float>() == std::vector<float>{1, 3, 5});
+  CHECK_THROWS_WITH_AS(x.interpolate({4}, "cubic"), doctest::Contains("mode 'cubic'"), Error);
+  CHECK_THROWS_AS(x.interpolate({1, 2, 3, 4, 5}), ShapeError);
+  CHECK_THROWS_AS(x.interpolate({0}), ShapeError);
+  CHECK_THROWS_WITH_AS(x.interpolate({4}, "nearest", true), doctest::Contains("align_corners"),
+                       Error);
+}
