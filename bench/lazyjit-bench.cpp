@@ -2,7 +2,9 @@
 // the in-process copy ceiling and (when installed) Eigen, OpenBLAS and libtorch measured in the
 // same run, and every rate reported as a ratio to them. Timings live here, never in tests. This
 // file is the driver: options, the order of the workloads, the ceiling measured again at the end,
-// the table and the JSON file; the workloads are in Kernels.cpp, Overheads.cpp and Training.cpp.
+// the table and the JSON file; the workloads are in Kernels.cpp, Overheads.cpp, Training.cpp and
+// (the ONNX models, W12) OnnxModels.cpp.
+#include "OnnxModels.h"
 #include "Peers.h"
 #include "Training.h"
 #include "Workloads.h"
@@ -12,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -36,13 +39,15 @@ std::string cpuName() {
 }
 
 void printTable(const std::vector<Result> &results) {
-  std::printf("\n%-5s %-62s %10s %-10s %8s %10s %10s  %s\n", "id", "workload", "rate", "unit", "kernels", "median_ms",
-              "first_ms", "ratios (same run)");
+  int idWidth = 5; // W12's ids are longer (W12-resnet50-b1)
+  for (const auto &r : results) idWidth = std::max(idWidth, static_cast<int>(r.id.size()));
+  std::printf("\n%-*s %-62s %10s %-10s %8s %10s %10s  %s\n", idWidth, "id", "workload", "rate", "unit", "kernels",
+              "median_ms", "first_ms", "ratios (same run)");
   for (const auto &r : results) {
     std::string vs;
     for (const auto &[k, v] : r.vs) vs += k + "=" + fmt::format("{:.2f}", v) + " ";
     if (!r.note.empty()) vs += r.note;
-    std::printf("%-5s %-62s %10.2f %-10s %8d %10.3f %10.3f  %s\n", r.id.c_str(), r.name.c_str(), r.rate,
+    std::printf("%-*s %-62s %10.2f %-10s %8d %10.3f %10.3f  %s\n", idWidth, r.id.c_str(), r.name.c_str(), r.rate,
                 r.unit.c_str(), r.kernels, r.t.median * 1e3, r.t.first * 1e3, vs.c_str());
   }
 }
@@ -102,13 +107,44 @@ bool writeJson(const std::string &jsonPath, const std::vector<Result> &results, 
 
 int main(int argc, char **argv) {
   CLI::App app{"lazyjit-bench: the workloads of shared/bench/WORKLOADS.md"};
-  std::string only, jsonPath, device = "CPU";
+  std::string only, jsonPath, device = "CPU", w12Child, onnxBatches = "1";
   bool w9aChild = false;
+  OnnxBenchOptions onnx;
+  onnx.modelsDir = LAZYJIT_BENCH_ONNX_MODELS;
+  onnx.ortModules = LAZYJIT_BENCH_ORT_MODULES;
+  onnx.ortScript = LAZYJIT_BENCH_SOURCE_DIR "/ort_peer.js";
   app.add_option("--only", only, "comma-separated workload ids (W1,W3,...)");
   app.add_option("--json", jsonPath, "write the results as JSON to this file");
   app.add_option("--device", device, "CPU or CUDA");
+  app.add_option("--onnx-models", onnx.modelsDir,
+                 "W12: gen_models.py's output directory (default " LAZYJIT_BENCH_ONNX_MODELS ")");
+  app.add_option("--onnx-batches", onnxBatches,
+                 "W12: the batch sizes to run (default 1; a row named in --only, W12-resnet50-b8, "
+                 "adds its own)");
+  app.add_option("--onnx-profile", onnx.profileRows,
+                 "W12: rows followed by their ten slowest kernels (default W12-resnet50-b1)")
+      ->delimiter(',');
+  app.add_option("--ort-modules", onnx.ortModules,
+                 "W12: node_modules with onnxruntime-node (scripts/setup-bench-onnxruntime.sh)");
   app.add_flag("--w9a-child", w9aChild, "internal: the fresh process of W9a");
+  app.add_option("--w12-child", w12Child, "internal: the fresh process of W12-<model>-first");
   CLI11_PARSE(app, argc, argv);
+
+#ifdef LAZYJIT_BENCH_TORCH
+  // libtorch's OpenMP threads (libgomp) spin after each parallel region by default, taking the
+  // CPUs from whatever runs next on this 2-core host, and the peers' timings swing with it; idle
+  // threads must sleep. libgomp reads OMP_WAIT_POLICY when it loads, before main: run again with
+  // it set. A policy the user set is kept.
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    std::fflush(stdout);
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    setenv("LAZYJIT_BENCH_SET_OMP_WAIT_POLICY", "1", 1);
+    execv("/proc/self/exe", argv);
+    std::fprintf(stderr, "lazyjit-bench: could not run again with OMP_WAIT_POLICY=PASSIVE: %s\n",
+                 std::strerror(errno));
+    unsetenv("OMP_WAIT_POLICY");
+  }
+#endif
 
 #ifdef LAZYJIT_BENCH_OPENBLAS
   // OpenBLAS reads OPENBLAS_CORETYPE once, when it loads: where it does not know this CPU and
@@ -136,6 +172,10 @@ int main(int argc, char **argv) {
       runW9aChild(sz, device);
       return 0;
     }
+    if (!w12Child.empty()) {
+      runW12Child(w12Child);
+      return 0;
+    }
 
     std::set<std::string> want;
     std::stringstream ss(only);
@@ -143,9 +183,11 @@ int main(int argc, char **argv) {
       if (!tok.empty()) want.insert(tok);
     auto enabled = [&](const std::string &id) {
       if (want.empty()) return true;
-      // W9 selects W9a..W9d; W1 does not select W10
+      // W9 selects W9a..W9d; W1 does not select W10; W12 and W12-resnet50 select W12-resnet50-b1
       for (const auto &w : want)
-        if (id == w || (id.rfind(w, 0) == 0 && std::isalpha(static_cast<unsigned char>(id[w.size()])))) return true;
+        if (id == w || (id.rfind(w, 0) == 0 && (std::isalpha(static_cast<unsigned char>(id[w.size()])) ||
+                                                id[w.size()] == '-')))
+          return true;
       return false;
     };
 
@@ -185,6 +227,34 @@ int main(int argc, char **argv) {
                   blasCore.c_str());
 #endif
     for (const auto &s : skipped) std::printf("skipped peer: %s\n", s.c_str());
+    bool anyW12 = !gpu && (want.empty() || std::any_of(want.begin(), want.end(), [](const std::string &w) {
+                             return w.rfind("W12", 0) == 0;
+                           }));
+    if (anyW12) {
+      onnx.batches.clear();
+      std::stringstream bs(onnxBatches);
+      for (std::string tok; std::getline(bs, tok, ',');)
+        if (!tok.empty()) onnx.batches.push_back(std::stoi(tok));
+      for (const auto &w : want) // W12-<model>-b<N>
+        if (size_t b = w.rfind("-b"); w.rfind("W12-", 0) == 0 && b != std::string::npos && b + 2 < w.size() &&
+                                      std::all_of(w.begin() + static_cast<std::ptrdiff_t>(b) + 2, w.end(), ::isdigit))
+          onnx.batches.push_back(std::stoi(w.substr(b + 2)));
+      std::sort(onnx.batches.begin(), onnx.batches.end());
+      onnx.batches.erase(std::unique(onnx.batches.begin(), onnx.batches.end()), onnx.batches.end());
+      onnx.exe = "/proc/" + std::to_string(getpid()) + "/exe";
+      const char *omp = std::getenv("OMP_WAIT_POLICY");
+      std::string batchList;
+      for (int b : onnx.batches) batchList += (batchList.empty() ? "" : ",") + std::to_string(b);
+      std::printf("W12 (ONNX models from %s, batches %s): lazyjit onnx::Model::run under Jit; libtorch: "
+                  "gen_models.py's model.pt (torch.jit.trace + freeze) under InferenceMode, "
+                  "at::set_num_threads(%d), OMP_WAIT_POLICY=%s%s; ONNX Runtime: %s\n",
+                  onnx.modelsDir.c_str(), batchList.c_str(), threads, omp ? omp : "(unset)",
+                  std::getenv("LAZYJIT_BENCH_SET_OMP_WAIT_POLICY") ? " (set by the bench)" : "",
+                  ortPeerDescription(onnx).c_str());
+    } else if (const char *omp = std::getenv("OMP_WAIT_POLICY")) {
+      std::printf("OMP_WAIT_POLICY=%s (libtorch's idle OpenMP threads%s)\n", omp,
+                  std::string(omp) == "PASSIVE" ? " sleep" : " spin");
+    }
 
     std::vector<Result> results;
     Timing copyT;
@@ -221,6 +291,9 @@ int main(int argc, char **argv) {
     // the training steps, against libtorch's (same process, same thread count)
     if (enabled("W10")) add(benchW10(512, device));
     if (enabled("W11")) add(benchW11(gpu ? 4096 : 256, device));
+    // the ONNX models, against libtorch (TorchScript) and ONNX Runtime (CPU only)
+    if (anyW12)
+      for (auto &r : benchW12(onnx, enabled)) results.push_back(std::move(r));
     if (enabled("W9d")) results.push_back(benchW9d(device));
     if (enabled("W9a")) results.push_back(benchW9a(device));
     if (enabled("W9b"))

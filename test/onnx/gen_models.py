@@ -4,10 +4,15 @@ onnx-node-tests --models (issue 43: lazyjit must match PyTorch within 1e-4 of th
 magnitude). Run at generation time only (python3-torch, python3-torchvision), never at test time:
 
     /usr/bin/python3 test/onnx/gen_models.py OUT [--models a,b,...] [--batches 1,8]
+                                             [--no-torchscript]
 
 For each model it writes OUT/<model>/model.onnx (opset 17, dynamic batch dim; the two
 transformers also as <model>-op13, where LayerNorm is decomposed) and
-OUT/<model>/test_data_set_b<N>/{input_0.pb, output_0.pb} for each batch size N.
+OUT/<model>/test_data_set_b<N>/{input_0.pb, output_0.pb} for each batch size N. Unless
+--no-torchscript, also OUT/<model>/model.pt (not for the -op13 copies, the same modules): the
+module in eval mode traced with torch.jit.trace and torch.jit.freeze'd, which lazyjit-bench's W12
+rows run with libtorch (torch::jit::load) as the peer of the ONNX model; it is checked against the
+eager outputs at every batch size written.
 
 Weights are random from a fixed seed, and what default initialisation leaves trivial is randomised
 too (BatchNorm running statistics and affines, ViT's zero head, TransformerEncoder's copies of one
@@ -138,7 +143,17 @@ def save(t: np.ndarray, path: str, name: str) -> None:
         f.write(numpy_helper.from_array(t, name).SerializeToString())
 
 
-def export(name: str, out: str, batches, opset: int, tag: str) -> None:
+def save_torchscript(model: nn.Module, example: torch.Tensor, path: str) -> torch.jit.ScriptModule:
+    """The eval-mode module traced on `example` and frozen (weights folded in as constants), the way
+    a deployment would run it from C++."""
+    with torch.no_grad():
+        traced = torch.jit.trace(model, example, check_trace=False)
+        frozen = torch.jit.freeze(traced)
+    frozen.save(path)
+    return frozen
+
+
+def export(name: str, out: str, batches, opset: int, tag: str, torchscript: bool) -> None:
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1234)
     model, shape, dtype = MODELS[name]()
@@ -154,6 +169,7 @@ def export(name: str, out: str, batches, opset: int, tag: str) -> None:
                       input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
                       do_constant_folding=True)
+    frozen = save_torchscript(model, example, os.path.join(d, "model.pt")) if torchscript else None
     for b in batches:
         if dtype == torch.int64:
             x = torch.randint(0, VOCAB, (b,) + shape, generator=gen)
@@ -161,11 +177,20 @@ def export(name: str, out: str, batches, opset: int, tag: str) -> None:
             x = torch.randn((b,) + shape, generator=gen)
         with torch.no_grad():
             y = model(x)
+            if frozen is not None:
+                # the traced module must follow the batch size (a trace that baked in batch 1 would
+                # time the wrong work)
+                yt = frozen(x)
+                scale = float(y.abs().max()) or 1.0
+                if yt.shape != y.shape or float((yt - y).abs().max()) > 1e-4 * scale:
+                    raise RuntimeError(f"{name + tag}: the TorchScript module differs from the eager "
+                                       f"one at batch {b}")
         s = os.path.join(d, f"test_data_set_b{b}")
         os.makedirs(s, exist_ok=True)
         save(x.numpy(), os.path.join(s, "input_0.pb"), "input")
         save(y.numpy(), os.path.join(s, "output_0.pb"), "output")
-    print(f"gen_models: {name + tag} (opset {opset}, batches {batches})", flush=True)
+    what = ", model.pt" if torchscript else ""
+    print(f"gen_models: {name + tag} (opset {opset}, batches {batches}{what})", flush=True)
 
 
 def main() -> int:
@@ -174,6 +199,8 @@ def main() -> int:
     ap.add_argument("--models", default=",".join(SMALL),
                     help="comma-separated, or 'all' (default: the models CI checks)")
     ap.add_argument("--batches", default="1")
+    ap.add_argument("--torchscript", action=argparse.BooleanOptionalAction, default=True,
+                    help="also write model.pt, the traced and frozen module (default: on)")
     args = ap.parse_args()
     names = list(MODELS) if args.models == "all" else args.models.split(",")
     for n in names:
@@ -183,9 +210,9 @@ def main() -> int:
     batches = [int(b) for b in args.batches.split(",")]
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     for n in names:
-        export(n, args.out, batches, 17, "")
+        export(n, args.out, batches, 17, "", args.torchscript)
         if n in TRANSFORMERS:
-            export(n, args.out, batches, 13, "-op13")
+            export(n, args.out, batches, 13, "-op13", False)  # (the same module as <model>'s)
     return 0
 
 
