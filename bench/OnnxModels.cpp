@@ -193,14 +193,7 @@ std::vector<Timing> timeContenders(const std::vector<Contender> &cs, int perRoun
 
 /// The model as a function of its inputs in graph order (onnx_infer's), for Jit.
 Jit::Fn modelFunction(const onnx::Model &model) {
-  return [&model](const std::vector<Tensor> &in) {
-    std::map<std::string, Tensor> named;
-    for (size_t i = 0; i < in.size(); ++i) named[model.inputs()[i].name] = in[i];
-    std::map<std::string, Tensor> out = model.run(named);
-    std::vector<Tensor> outs;
-    for (const onnx::ModelValue &v : model.outputs()) outs.push_back(out.at(v.name));
-    return outs;
-  };
+  return [&model](const std::vector<Tensor> &in) { return model.runInOrder(in); };
 }
 
 /// The largest difference from `expected` over its largest magnitude.

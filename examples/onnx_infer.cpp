@@ -45,10 +45,9 @@ Tensor randomInput(const onnx::ModelValue &v, const std::map<std::string, int64_
     else
       shape.emplace_back(int64_t(1));
   }
-  for (DType dt : dtypes::all)
-    if (onnx::toDataType(dt) == v.dataType)
-      return dt.isFloat() ? Tensor::randn(shape, TensorOptions(dt))
-                          : Tensor::zeros(shape, TensorOptions(dt));
+  if (std::optional<DType> dt = onnx::toDType(v.dataType))
+    return dt->isFloat() ? Tensor::randn(shape, TensorOptions(*dt))
+                         : Tensor::zeros(shape, TensorOptions(*dt));
   throw Error(fmt::format("input '{}': an element type lazyjit lacks", v.name));
 }
 
@@ -88,14 +87,7 @@ int run(int argc, char **argv) {
   for (Tensor &t : inputs) t.realize();
 
   // The model as a function of its inputs, in graph order; Jit replays it.
-  auto fn = [&](const std::vector<Tensor> &in) {
-    std::map<std::string, Tensor> named;
-    for (size_t i = 0; i < in.size(); ++i) named[model.inputs()[i].name] = in[i];
-    std::map<std::string, Tensor> out = model.run(named);
-    std::vector<Tensor> outs;
-    for (const onnx::ModelValue &v : model.outputs()) outs.push_back(out.at(v.name));
-    return outs;
-  };
+  auto fn = [&](const std::vector<Tensor> &in) { return model.runInOrder(in); };
   // The first call, outside Jit, watched kernel by kernel: the bytes of live buffers at their peak
   // and the two largest buffers a kernel wrote (the activations the bound is about).
   int64_t before = bufferBytesInUse(), peak = before;

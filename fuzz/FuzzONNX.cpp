@@ -85,9 +85,7 @@ void import(const uint8_t *data, size_t size) {
     }
     total += n;
     if (total > 4096) return;
-    std::optional<lazyjit::DType> dt;
-    for (lazyjit::DType c : lazyjit::dtypes::all)
-      if (lazyjit::onnx::toDataType(c) == v.dataType) dt = c;
+    std::optional<lazyjit::DType> dt = lazyjit::onnx::toDType(v.dataType);
     if (!dt) return;
     inputs[v.name] = Tensor::zeros(shape, lazyjit::TensorOptions(*dt));
   }

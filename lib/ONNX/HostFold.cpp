@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 namespace lazyjit::onnx::fold {
 
@@ -426,22 +427,15 @@ Tensor HostValue::toTensor() const {
   for (size_t i = 0; i < values.size(); ++i) {
     uint8_t *p = bytes.data() + i * size_t(dtype.itemsize());
     long double v = values[i];
-    auto put = [p]<typename T>(T t) { std::memcpy(p, &t, sizeof(T)); };
-    switch (dtype.scalar()) {
-    case ScalarType::Bool: put(uint8_t(v != 0)); break;
-    case ScalarType::Int8: put(int8_t(v)); break;
-    case ScalarType::UInt8: put(uint8_t(v)); break;
-    case ScalarType::Int16: put(int16_t(v)); break;
-    case ScalarType::UInt16: put(uint16_t(v)); break;
-    case ScalarType::Int32: put(int32_t(v)); break;
-    case ScalarType::UInt32: put(uint32_t(v)); break;
-    case ScalarType::Int64: put(int64_t(v)); break;
-    case ScalarType::UInt64: put(uint64_t(v)); break;
-    case ScalarType::Float16: put(Half(float(v)).bits); break;
-    case ScalarType::BFloat16: put(BFloat16(float(v)).bits); break;
-    case ScalarType::Float32: put(float(v)); break;
-    case ScalarType::Float64: put(double(v)); break;
-    }
+    dispatchDType(dtype, [&]<typename T>() {
+      // (a bool is stored as a 0/1 byte; half widths through float, as the kernels round)
+      using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+      Stored e;
+      if constexpr (std::is_same_v<T, bool>) e = v != 0;
+      else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) e = T(float(v));
+      else e = static_cast<T>(v);
+      std::memcpy(p, &e, sizeof(Stored));
+    });
   }
   return Tensor::fromBytes(bytes.data(), bytes.size(), shape, dtype);
 }
@@ -456,35 +450,21 @@ std::optional<HostValue> fromProto(const TensorProto &t) {
   }
   if (n > kMaxFoldElements) return std::nullopt;
   HostValue v{*dt, t.dims, {}};
-  auto fromRaw = [&]<typename T>(T) {
-    if (t.rawData.size() != size_t(n) * sizeof(T)) return false;
-    for (int64_t i = 0; i < n; ++i) {
-      T e;
-      std::memcpy(&e, t.rawData.data() + i * int64_t(sizeof(T)), sizeof(T));
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-        v.values.push_back((long double)float(e));
-      else
-        v.values.push_back((long double)e);
-    }
-    return true;
-  };
   bool ok = false;
   if (t.hasRawData) {
-    switch (dt->scalar()) {
-    case ScalarType::Bool: ok = fromRaw(uint8_t{}); break;
-    case ScalarType::Int8: ok = fromRaw(int8_t{}); break;
-    case ScalarType::UInt8: ok = fromRaw(uint8_t{}); break;
-    case ScalarType::Int16: ok = fromRaw(int16_t{}); break;
-    case ScalarType::UInt16: ok = fromRaw(uint16_t{}); break;
-    case ScalarType::Int32: ok = fromRaw(int32_t{}); break;
-    case ScalarType::UInt32: ok = fromRaw(uint32_t{}); break;
-    case ScalarType::Int64: ok = fromRaw(int64_t{}); break;
-    case ScalarType::UInt64: ok = fromRaw(uint64_t{}); break;
-    case ScalarType::Float16: ok = fromRaw(Half{}); break;
-    case ScalarType::BFloat16: ok = fromRaw(BFloat16{}); break;
-    case ScalarType::Float32: ok = fromRaw(float{}); break;
-    case ScalarType::Float64: ok = fromRaw(double{}); break;
-    }
+    ok = dispatchDType(*dt, [&]<typename T>() {
+      using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>; // (a bool's byte)
+      if (t.rawData.size() != size_t(n) * sizeof(Stored)) return false;
+      for (int64_t i = 0; i < n; ++i) {
+        Stored e;
+        std::memcpy(&e, t.rawData.data() + i * int64_t(sizeof(Stored)), sizeof(Stored));
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+          v.values.push_back((long double)float(e));
+        else
+          v.values.push_back((long double)e);
+      }
+      return true;
+    });
   } else if (t.dataType == DataType::Float && int64_t(t.floatData.size()) == n) {
     for (float f : t.floatData.toVector()) v.values.push_back(f);
     ok = true;

@@ -356,6 +356,19 @@ void saveTensorFile(const Tensor &t, const std::string &path, const std::string 
   LAZYJIT_USER_CHECK(bool(f), Error, "{}: cannot write the tensor file", path);
 }
 
+std::vector<Tensor> Model::runInOrder(const std::vector<Tensor> &inputs) const {
+  LAZYJIT_USER_CHECK(inputs.size() == inputs_.size(), Error, "{}: {} inputs given, the model takes {}",
+                     fileName_, inputs.size(), inputs_.size());
+  std::map<std::string, Tensor> named;
+  for (size_t i = 0; i < inputs.size(); ++i) named[inputs_[i].name] = inputs[i];
+  std::map<std::string, Tensor> out = run(named);
+  std::vector<Tensor> outs;
+  for (const ModelValue &v : outputs_) outs.push_back(out.at(v.name));
+  return outs;
+}
+
+std::optional<DType> toDType(DataType t) { return ops::toDType(t); }
+
 std::vector<std::string> supportedOpTypes() { return ops::supportedOps(); }
 
 DataType toDataType(DType dt) {

@@ -2,6 +2,7 @@
 #include "OpsCommon.h"
 
 #include "lazyjit/Support/Error.h"
+#include "lazyjit/Tensor/Function.h"
 
 #include <algorithm>
 
@@ -145,6 +146,26 @@ Tensor greaterOrEqual(const Tensor &a, const Tensor &b) { return logicalNot(asBo
 Tensor lessOrEqual(const Tensor &a, const Tensor &b) { return logicalNot(asBool(b.lt(a))); }
 Tensor equal(const Tensor &a, const Tensor &b) {
   return logicalNot(logicalOr(asBool(a.lt(b)), asBool(b.lt(a))));
+}
+
+namespace {
+/// A graph binary op the Tensor API does not expose as such (MOD, integer DIV, MAX with IEEE NaN
+/// propagation). Inference only: it has no backward.
+struct RawBinary : Function {
+  Op op;
+  explicit RawBinary(Op op) : op(op) {}
+  std::string_view name() const override { return opName(op); }
+  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->e(opts, op, {in[1]}); }
+};
+} // namespace
+
+Tensor rawBinary(Op op, const Tensor &a, const Tensor &b) {
+  LAZYJIT_USER_CHECK(a.dtype() == b.dtype(), DTypeError,
+                     "operands have different dtypes: {} and {}", a.dtype().name(),
+                     b.dtype().name());
+  std::vector<int64_t> dims = broadcastDims({a, b});
+  return Function::apply(std::make_shared<RawBinary>(op),
+                         {broadcastTo(a, dims), broadcastTo(b, dims)});
 }
 
 } // namespace lazyjit::onnx::ops

@@ -17,6 +17,9 @@ namespace lazyjit::onnx::ops {
 std::vector<int64_t> iota(int64_t from, int64_t to);
 /// The number of elements of `t`.
 int64_t numel(const Tensor &t);
+/// The graph's binary `op` (MOD, integer DIV, NaN-propagating MAX ...) on same-dtype operands,
+/// broadcast as numpy does: what the Tensor API does not expose. Inference only.
+Tensor rawBinary(Op op, const Tensor &a, const Tensor &b);
 /// A one-value integer input read on the host.
 int64_t hostInt(const Tensor &t, std::string_view what);
 

@@ -9,7 +9,6 @@
 
 #include "lazyjit/Support/Error.h"
 
-#include "lazyjit/Tensor/Function.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,23 +19,6 @@ namespace lazyjit::onnx::ops {
 namespace {
 
 // ---- tensor helpers -----------------------------------------------------------------------------
-
-/// A graph binary op the Tensor API does not expose as such (MOD; MAX with IEEE NaN propagation).
-/// Inference only: it has no backward.
-struct RawBinary : Function {
-  Op op;
-  explicit RawBinary(Op op) : op(op) {}
-  std::string_view name() const override { return op == Op::Mod ? "Mod" : "Maximum"; }
-  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->e(opts, op, {in[1]}); }
-};
-Tensor rawBinary(Op op, const Tensor &a, const Tensor &b) {
-  LAZYJIT_USER_CHECK(a.dtype() == b.dtype(), DTypeError,
-                     "operands have different dtypes: {} and {}", a.dtype().name(),
-                     b.dtype().name());
-  std::vector<int64_t> dims = broadcastDims({a, b});
-  return Function::apply(std::make_shared<RawBinary>(op),
-                         {broadcastTo(a, dims), broadcastTo(b, dims)});
-}
 
 Tensor maxOf(const Tensor &a, const Tensor &b) { return rawBinary(Op::Max, a, b); }
 Tensor minOf(const Tensor &a, const Tensor &b) {

@@ -5,7 +5,6 @@
 #include "OpsCommon.h"
 
 #include "lazyjit/Support/Error.h"
-#include "lazyjit/Tensor/Function.h"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -16,16 +15,19 @@ namespace {
 
 // ---- GroupNormalization, Gelu -------------------------------------------------------------------
 
+/// The precision a normalization computes its statistics in (`stash_type`, default FLOAT).
+void checkStashType(const NodeProto &n) {
+  int64_t code = intAttr(n, "stash_type", 1);
+  std::optional<DType> dt = toDType(DataType(code));
+  LAZYJIT_USER_CHECK(dt && dt->isFloating(), UnsupportedError,
+                     "attribute 'stash_type' = {} is not a floating point type", code);
+}
+
 void checkGroupNorm(const NodeContext &ctx) {
   int64_t groups = requiredIntAttr(ctx.node, "num_groups");
   LAZYJIT_USER_CHECK(groups > 0, Error, "attribute 'num_groups' = {} must be positive", groups);
   floatAttr(ctx.node, "epsilon", 1e-5f);
-  if (ctx.opset >= 21) {
-    int64_t code = intAttr(ctx.node, "stash_type", 1);
-    std::optional<DType> dt = toDType(DataType(code));
-    LAZYJIT_USER_CHECK(dt && dt->isFloating(), UnsupportedError,
-                       "attribute 'stash_type' = {} is not a floating point type", code);
-  }
+  if (ctx.opset >= 21) checkStashType(ctx.node);
 }
 /// Each group of C / num_groups channels normalized over its channels and spatial dims, then
 /// scaled and shifted: per channel from opset 21, per group before (GroupNormalization-18, whose
@@ -63,10 +65,7 @@ Out runGroupNorm(const NodeContext &ctx, const Inputs &in) {
 void checkRMSNorm(const NodeContext &ctx) {
   intAttr(ctx.node, "axis", -1);
   floatAttr(ctx.node, "epsilon", 1e-5f);
-  int64_t code = intAttr(ctx.node, "stash_type", 1);
-  std::optional<DType> dt = toDType(DataType(code));
-  LAZYJIT_USER_CHECK(dt && dt->isFloating(), UnsupportedError,
-                     "attribute 'stash_type' = {} is not a floating point type", code);
+  checkStashType(ctx.node);
 }
 /// X / sqrt(mean(X^2 over the axes from `axis` on) + epsilon) * scale, stage one in stash_type;
 /// also 1 / that root mean square. RMSNormalization (opset 23) and ONNX Runtime's
@@ -103,20 +102,8 @@ Out runGelu(const NodeContext &ctx, const Inputs &in) {
 // int64 for the narrower types and on the halves a = 2 hi + lo for the 64-bit ones (so no sum
 // overflows).
 
-/// A graph binary op on same-dtype operands (integer DIV, C's MOD). Inference only.
-struct RawIntBinary : Function {
-  Op op;
-  explicit RawIntBinary(Op op) : op(op) {}
-  std::string_view name() const override { return op == Op::Div ? "IntDiv" : "IntMod"; }
-  LazyBufferRef forward(const LazyBufferRefs &in) override { return in[0]->e(opts, op, {in[1]}); }
-};
-Tensor rawInt(Op op, const Tensor &a, const Tensor &b) {
-  std::vector<int64_t> dims = broadcastDims({a, b});
-  return Function::apply(std::make_shared<RawIntBinary>(op),
-                         {broadcastTo(a, dims), broadcastTo(b, dims)});
-}
 /// a / 2 for an even integer a.
-Tensor halfOfEven(const Tensor &a) { return rawInt(Op::Div, a, scalarOf(a, 2)); }
+Tensor halfOfEven(const Tensor &a) { return rawBinary(Op::Div, a, scalarOf(a, 2)); }
 
 /// a & b of two int64 (or uint64) tensors whose sum cannot overflow.
 Tensor andNoOverflow(const Tensor &a, const Tensor &b) {
@@ -128,7 +115,7 @@ Tensor bitAnd(const Tensor &a, const Tensor &b) {
   if (dt.itemsize() < 8)
     return andNoOverflow(a.cast(dtypes::int64), b.cast(dtypes::int64)).cast(dt);
   auto lowBit = [](const Tensor &t) {
-    Tensor m = rawInt(Op::Mod, t, scalarOf(t, 2)); // -1, 0 or 1
+    Tensor m = rawBinary(Op::Mod, t, scalarOf(t, 2)); // -1, 0 or 1
     return m.mul(m);
   };
   Tensor la = lowBit(a), lb = lowBit(b);
@@ -147,7 +134,7 @@ Tensor bitNot(const Tensor &a) {
   if (dt.isBool()) return logicalNot(a);
   if (!dt.isUnsigned()) return a.xorWith(scalarOf(a, -1));
   if (dt.itemsize() < 8) return a.xorWith(scalarOf(a, std::ldexp(1.0, int(dt.itemsize() * 8)) - 1));
-  Tensor ones = rawInt(Op::Sub, scalarOf(a, 0), scalarOf(a, 1));
+  Tensor ones = rawBinary(Op::Sub, scalarOf(a, 0), scalarOf(a, 1));
   return a.xorWith(ones);
 }
 

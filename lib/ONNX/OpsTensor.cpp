@@ -545,18 +545,21 @@ Out runPad(const NodeContext &ctx, const Inputs &in) {
   return {x};
 }
 
+/// The `axis` attribute made non-negative; without one, `x` is flattened and the axis is 0
+/// (Compress and Unique).
+int64_t axisOrFlatten(const NodeProto &n, Tensor &x) {
+  if (findAttr(n, "axis")) return normalizeAxis(intAttr(n, "axis", 0), x.ndim(), "axis");
+  std::vector<int64_t> dims = x.intShape();
+  x = x.reshape(toShape({product(dims, 0, dims.size())}));
+  return 0;
+}
+
 void checkCompress(const NodeContext &ctx) { intAttr(ctx.node, "axis", 0); }
 Out runCompress(const NodeContext &ctx, const Inputs &in) {
   Tensor x = in[0];
   LAZYJIT_USER_CHECK(in[1].ndim() == 1, ShapeError, "the condition must be 1-D, not rank {}",
                      in[1].ndim());
-  int64_t axis = 0;
-  if (findAttr(ctx.node, "axis")) {
-    axis = normalizeAxis(intAttr(ctx.node, "axis", 0), x.ndim(), "axis");
-  } else {
-    std::vector<int64_t> dims = x.intShape();
-    x = x.reshape(toShape({product(dims, 0, dims.size())}));
-  }
+  int64_t axis = axisOrFlatten(ctx.node, x);
   int64_t n = x.intShape()[size_t(axis)];
   std::vector<double> cond = in[1].toVector<double>();
   std::vector<int64_t> idx;
@@ -665,13 +668,7 @@ Out uniqueRows(const Tensor &x, int64_t axis, const std::vector<V> &v, int64_t n
 Out runUnique(const NodeContext &ctx, const Inputs &in) {
   Tensor x = in[0];
   bool sorted = intAttr(ctx.node, "sorted", 1) != 0;
-  int64_t axis = 0;
-  if (findAttr(ctx.node, "axis")) {
-    axis = normalizeAxis(intAttr(ctx.node, "axis", 0), x.ndim(), "axis");
-  } else {
-    std::vector<int64_t> dims = x.intShape();
-    x = x.reshape(toShape({product(dims, 0, dims.size())}));
-  }
+  int64_t axis = axisOrFlatten(ctx.node, x);
   std::vector<int64_t> dims = x.intShape();
   int64_t n = dims[size_t(axis)], width = n == 0 ? 0 : product(dims, 0, dims.size()) / n;
   // rows along the axis, each row's values contiguous

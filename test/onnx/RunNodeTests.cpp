@@ -33,6 +33,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -42,41 +43,34 @@ namespace {
 
 /// The element at `i` of `bytes` (dtype `dt`) as a double.
 double elementAt(const std::vector<uint8_t> &bytes, DType dt, size_t i) {
-  const uint8_t *p = bytes.data() + i * size_t(dt.itemsize());
-  auto get = [p]<typename T>(T) {
-    T v;
-    std::memcpy(&v, p, sizeof(T));
-    return v;
-  };
-  switch (dt.scalar()) {
-  case ScalarType::Bool: return p[0] != 0;
-  case ScalarType::Int8: return get(int8_t{});
-  case ScalarType::UInt8: return get(uint8_t{});
-  case ScalarType::Int16: return get(int16_t{});
-  case ScalarType::UInt16: return get(uint16_t{});
-  case ScalarType::Int32: return get(int32_t{});
-  case ScalarType::UInt32: return get(uint32_t{});
-  case ScalarType::Int64: return double(get(int64_t{}));
-  case ScalarType::UInt64: return double(get(uint64_t{}));
-  case ScalarType::Float16: return Half::toFloat(get(uint16_t{}));
-  case ScalarType::BFloat16: return BFloat16::toFloat(get(uint16_t{}));
-  case ScalarType::Float32: return get(float{});
-  case ScalarType::Float64: return get(double{});
-  }
-  return 0;
+  return dispatchDType(dt, [&]<typename T>() -> double {
+    // (a bool is read as its byte: any nonzero byte is true)
+    using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    Stored v;
+    std::memcpy(&v, bytes.data() + i * sizeof(Stored), sizeof(Stored));
+    if constexpr (std::is_same_v<T, bool>) return v != 0;
+    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return float(v);
+    else return double(v);
+  });
 }
 
 std::string shapeText(const std::vector<int64_t> &dims) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }
 
-/// Why `got` is not `want` (empty when it is).
-std::string compare(const Tensor &got, const Tensor &want) {
+/// How `got`'s dtype or shape differs from `want`'s (empty when they agree).
+std::string layoutDifference(const Tensor &got, const Tensor &want) {
   if (got.dtype() != want.dtype())
     return fmt::format("dtype {} (expected {})", got.dtype().name(), want.dtype().name());
   if (got.intShape() != want.intShape())
     return fmt::format("shape {} (expected {})", shapeText(got.intShape()),
                        shapeText(want.intShape()));
+  return "";
+}
+
+/// Why `got` is not `want` (empty when it is).
+std::string compare(const Tensor &got, const Tensor &want) {
+  if (std::string why = layoutDifference(got, want); !why.empty()) return why;
   std::vector<uint8_t> g = got.toBytes(), w = want.toBytes();
   size_t n = w.size() / size_t(want.dtype().itemsize());
   size_t bad = 0, first = 0;
@@ -206,11 +200,7 @@ std::map<std::string, std::string> readExpectations(const std::string &path) {
 
 /// The largest |got - want| over the largest |want|, or a message when dtype or shape differ.
 std::string relativeError(const Tensor &got, const Tensor &want, double &err) {
-  if (got.dtype() != want.dtype())
-    return fmt::format("dtype {} (expected {})", got.dtype().name(), want.dtype().name());
-  if (got.intShape() != want.intShape())
-    return fmt::format("shape {} (expected {})", shapeText(got.intShape()),
-                       shapeText(want.intShape()));
+  if (std::string why = layoutDifference(got, want); !why.empty()) return why;
   std::vector<uint8_t> g = got.toBytes(), w = want.toBytes();
   size_t n = w.size() / size_t(want.dtype().itemsize());
   double worst = 0, scale = 0;

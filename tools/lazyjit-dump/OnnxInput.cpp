@@ -72,9 +72,7 @@ Tensor syntheticInput(const onnx::ModelValue &v, const std::map<std::string, int
   }
   Shape s;
   for (int64_t d : shape) s.emplace_back(d);
-  std::optional<DType> dt;
-  for (DType cand : dtypes::all)
-    if (onnx::toDataType(cand) == v.dataType) dt = cand;
+  std::optional<DType> dt = onnx::toDType(v.dataType);
   if (!dt) fail(fmt::format("input '{}' has an element type lazyjit lacks", v.name));
   if (dt->isFloat()) return Tensor::randn(s, TensorOptions(*dt));
   return Tensor::zeros(s, TensorOptions(*dt));

@@ -509,3 +509,17 @@ TEST_CASE("ONNX model: a graph output with no name, or one that no node produces
   b.output(tensorInfo("", DataType::Float, {}));
   CHECK_THROWS_WITH_AS(b.model(13), doctest::Contains("graph output '' is not produced"), Error);
 }
+
+TEST_CASE("ONNX model: runInOrder takes the inputs and gives the outputs in graph order") {
+  GraphBuilder b;
+  b.input(tensorInfo("a", DataType::Float, {"2"})).input(tensorInfo("b", DataType::Float, {"2"}));
+  b.add(node("Sub", {"a", "b"}, {"d"})).add(node("Mul", {"a", "b"}, {"p"}));
+  b.output(tensorInfo("p", DataType::Float, {})).output(tensorInfo("d", DataType::Float, {}));
+  Model m = b.model(13);
+  std::vector<Tensor> out = m.runInOrder({floats({5, 1}, {2}), floats({2, 3}, {2})});
+  REQUIRE(out.size() == 2);
+  checkClose(out[0].toVector<float>(), {10, 3}); // p, the first graph output
+  checkClose(out[1].toVector<float>(), {3, -2});
+  CHECK_THROWS_WITH_AS(m.runInOrder({floats({5, 1}, {2})}),
+                       "model.onnx: 1 inputs given, the model takes 2", Error);
+}

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ public:
   /// and the known dims the model declares; else an Error naming the input). The results are
   /// lazy; reading one back realizes it.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor> &inputs) const;
+  /// The same by position: `inputs` in the order of inputs(), the outputs in the order of
+  /// outputs() (a model as a function of Tensors, as Jit takes it). A count that differs from
+  /// inputs() is an Error.
+  std::vector<Tensor> runInOrder(const std::vector<Tensor> &inputs) const;
 
 private:
   Model(std::shared_ptr<const void> storage, ModelProto proto, std::string fileName);
@@ -104,6 +109,9 @@ void saveTensorFile(const Tensor &t, const std::string &path, const std::string 
 /// The op types the importer runs, sorted: "Conv" for the default domain, "domain:Type" for
 /// others ("ai.onnx.preview.training:Adam").
 std::vector<std::string> supportedOpTypes();
+
+/// The lazyjit dtype of an ONNX element type, or nullopt where lazyjit has none (STRING, ...).
+std::optional<DType> toDType(DataType t);
 
 /// The ONNX element type of a lazyjit dtype.
 DataType toDataType(DType dt);
