@@ -300,6 +300,10 @@ Tensor Tensor::conv2d(Tensor weightIn, std::optional<Tensor> biasIn, int64_t gro
                       const std::vector<int64_t> &padding) const & {
   Tensor weight = std::move(weightIn);
   std::optional<Tensor> bias = std::move(biasIn);
+  if (TI::autocastWants(*this) || TI::autocastWants(weight) || (bias && TI::autocastWants(*bias))) {
+    std::optional<Tensor> b = bias ? std::optional<Tensor>(TI::autocast(*bias)) : std::nullopt;
+    return TI::autocast(*this).conv2d(TI::autocast(weight), b, groups, stride, dilation, padding);
+  }
   LAZYJIT_USER_CHECK(ndim() >= 3 && ndim() == weight.ndim(), ShapeError,
                      "conv2d: input {} does not match the weights {}", describe(*this), describe(weight));
   LAZYJIT_USER_CHECK(groups >= 1, ShapeError, "conv2d: groups must be >= 1, got {}", groups);
@@ -408,6 +412,11 @@ Tensor Tensor::convTranspose2d(Tensor weight, std::optional<Tensor> bias, int64_
                                const std::vector<int64_t> &strideIn, const std::vector<int64_t> &dilationIn,
                                const std::vector<int64_t> &paddingIn,
                                const std::vector<int64_t> &outputPaddingIn) const & {
+  if (TI::autocastWants(*this) || TI::autocastWants(weight) || (bias && TI::autocastWants(*bias))) {
+    std::optional<Tensor> b = bias ? std::optional<Tensor>(TI::autocast(*bias)) : std::nullopt;
+    return TI::autocast(*this).convTranspose2d(TI::autocast(weight), b, groups, strideIn, dilationIn, paddingIn,
+                                               outputPaddingIn);
+  }
   return convTranspose(*this, weight, bias, groups, strideIn, dilationIn, paddingIn, outputPaddingIn, false);
 }
 

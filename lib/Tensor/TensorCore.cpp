@@ -16,6 +16,7 @@
 namespace lazyjit {
 
 bool Tensor::training = false;
+DType Tensor::defaultType = dtypes::float32;
 std::optional<bool> &Tensor::trainingHere() {
   thread_local std::optional<bool> here;
   return here;
@@ -134,7 +135,7 @@ Tensor TensorInternals::scalarOn(double value, DType dtype, const std::string &d
 }
 
 Tensor Tensor::scalar(double value, const TensorOptions &opts) {
-  Tensor t = TensorInternals::scalarOn(value, opts.dtype.value_or(dtypes::float32), resolveDevice("scalar", opts.device));
+  Tensor t = TensorInternals::scalarOn(value, opts.dtype.value_or(defaultType), resolveDevice("scalar", opts.device));
   t.impl->requiresGrad = opts.requiresGrad;
   return t;
 }
@@ -306,7 +307,7 @@ Tensor Tensor::fromHostFunction(const Shape &shape, DType dtype, std::string nam
 
 Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
                           const TensorOptions &opts) {
-  DType dt = opts.dtype.value_or(dtypes::float32);
+  DType dt = opts.dtype.value_or(defaultType);
   std::vector<uint8_t> bytes(values.size() * dt.itemsize());
   for (size_t i = 0; i < values.size(); ++i) {
     double v = values[i];
@@ -326,7 +327,7 @@ Tensor Tensor::fromValues(const std::vector<double> &values, const Shape &shape,
 
 Tensor TensorInternals::loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg) {
   std::string dev = resolveDevice(op == Op::Empty ? "empty" : "rand", opts.device);
-  return Tensor(LazyBuffer::loadop(configuredGraphOptions(), op, {size}, opts.dtype.value_or(dtypes::float32), dev,
+  return Tensor(LazyBuffer::loadop(configuredGraphOptions(), op, {size}, opts.dtype.value_or(Tensor::defaultType), dev,
                                    std::move(arg)),
                 std::nullopt, opts.requiresGrad);
 }
@@ -432,7 +433,7 @@ Tensor Tensor::randn(const Shape &shape, const TensorOptions &opts) {
   Tensor src = rand(s2, o);
   Tensor a = src.getitem({Index::at(0)}).mul(2 * M_PI).cos();
   Tensor b = src.getitem({Index::at(1)}).sub(1, true).log().mul(-2).sqrt();
-  return a.mul(b).cast(opts.dtype.value_or(dtypes::float32));
+  return a.mul(b).cast(opts.dtype.value_or(defaultType));
 }
 
 Tensor Tensor::randint(const Shape &shape, int64_t low, int64_t high, const TensorOptions &opts) {
@@ -447,7 +448,7 @@ Tensor Tensor::normal(const Shape &shape, double mean, double std, const TensorO
 }
 
 Tensor Tensor::uniform(const Shape &shape, double low, double high, const TensorOptions &opts) {
-  DType dt = opts.dtype.value_or(dtypes::float32);
+  DType dt = opts.dtype.value_or(defaultType);
   TensorOptions o = opts;
   o.dtype = std::nullopt;
   return rand(shape, o).mul(high - low, true).cast(dt).add(low);

@@ -11,28 +11,6 @@ namespace lazyjit {
 
 using TI = TensorInternals;
 
-namespace {
-// Python's slice.indices(length)
-std::tuple<int64_t, int64_t, int64_t> sliceIndices(const Index &s, int64_t len) {
-  int64_t step = s.step;
-  int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? len - 1 : len;
-  auto norm = [&](std::optional<int64_t> v, int64_t dflt) {
-    if (!v) return dflt;
-    int64_t x = *v;
-    if (x < 0) {
-      x += len;
-      if (x < lower) x = lower;
-    } else if (x > upper) {
-      x = upper;
-    }
-    return x;
-  };
-  int64_t start = norm(s.start, step < 0 ? upper : lower);
-  int64_t stop = norm(s.stop, step < 0 ? lower : upper);
-  return {start, stop, step};
-}
-} // namespace
-
 Tensor Tensor::getitem(const std::vector<Index> &input) const & {
   // 1. indices normalization and validation
   std::vector<Index> indices = input;
@@ -93,7 +71,7 @@ Tensor Tensor::getitem(const std::vector<Index> &input) const & {
       strides.push_back(1);
     } else {
       LAZYJIT_USER_CHECK(ix.step != 0, ShapeError, "getitem: slice step cannot be 0");
-      auto [s, e, st] = sliceIndices(ix, sh);
+      auto [s, e, st] = pySliceIndices(ix, sh);
       start.push_back(s);
       stop.push_back(e);
       strides.push_back(st);

@@ -56,7 +56,16 @@ public:
   static Tensor cumsumImpl(const Tensor &self, int64_t axis, bool firstZero);
   static std::tuple<Tensor, Tensor, Tensor> softmaxParts(const Tensor &self, int64_t axis);
   static Tensor loadop(Op op, int64_t size, const TensorOptions &opts, LazyOpArg arg = {});
+  /// Autocast (TensorSetItem.cpp): whether an enabled AutocastGuard casts `t` for a matmul-like
+  /// op; `t` cast to the autocast dtype when it does; a half-width `t` as float32 for the ops that
+  /// autocast runs in float32 (softmaxes, losses, layernorm), unchanged outside autocast.
+  static bool autocastWants(const Tensor &t);
+  static Tensor autocast(const Tensor &t);
+  static Tensor autocastFloat32(const Tensor &t);
 };
+
+/// Python's slice.indices(length): the slice's (start, stop, step) clamped to a dim of `len`.
+std::tuple<int64_t, int64_t, int64_t> pySliceIndices(const Index &s, int64_t len);
 
 // mlops (MLOps.cpp): each applies one Function and returns its result
 Tensor mlContiguous(const Tensor &x);

@@ -8,10 +8,13 @@
 
 namespace lazyjit {
 
+using TI = TensorInternals;
+
 Tensor Tensor::matmul(Tensor w) const & { return dot(std::move(w)); }
 
 Tensor Tensor::dot(Tensor wIn) const & {
   Tensor w = std::move(wIn);
+  if (TI::autocastWants(*this) || TI::autocastWants(w)) return TI::autocast(*this).dot(TI::autocast(w));
   int64_t n1 = ndim(), n2 = w.ndim();
   LAZYJIT_USER_CHECK(n1 != 0 && n2 != 0, ShapeError,
                      "matmul: both arguments need to be at least 1D, but they are {} and {}",
@@ -52,11 +55,13 @@ Tensor Tensor::linear(Tensor weightIn, std::optional<Tensor> biasIn) const & {
                        describe(*this), describe(weight), shape().back().render(), k.render());
   }
   Tensor x = weight.ndim() == 1 ? mul(weight) : dot(weight);
-  return bias ? x.add(*bias) : x;
+  // under autocast the bias joins the product's dtype (or the add would promote it back)
+  return bias ? x.add(x.dtype().isHalfWidth() ? TI::autocast(*bias) : *bias) : x;
 }
 
 Tensor Tensor::layernorm(const std::vector<int64_t> &axis, double eps) const & {
   requireFloat("layernorm", *this);
+  if (autocastType() && dtype().isHalfWidth()) return TI::autocastFloat32(*this).layernorm(axis, eps);
   normAxes("layernorm", *this, axis);
   Tensor y = sub(mean(axis, true));
   return y.mul(y.mul(y).mean(axis, true).add(eps).rsqrt());
@@ -143,6 +148,7 @@ Tensor Tensor::tril(int64_t k) const & {
 }
 
 Tensor Tensor::binaryCrossentropy(Tensor yIn) const & {
+  if (autocastType() && dtype().isHalfWidth()) return TI::autocastFloat32(*this).binaryCrossentropy(std::move(yIn));
   Tensor y = std::move(yIn);
   Tensor a = y.neg().mul(log());
   Tensor b = y.sub(1, true).mul(sub(1, true).log());
@@ -150,12 +156,16 @@ Tensor Tensor::binaryCrossentropy(Tensor yIn) const & {
 }
 
 Tensor Tensor::binaryCrossentropyLogits(Tensor yIn) const & {
+  if (autocastType() && dtype().isHalfWidth())
+    return TI::autocastFloat32(*this).binaryCrossentropyLogits(std::move(yIn));
   Tensor y = std::move(yIn);
   Tensor a = maximum(0).sub(y.mul(*this));
   return a.add(abs().neg().exp().add(1, true).log()).mean();
 }
 
 Tensor Tensor::sparseCategoricalCrossentropy(Tensor yIn, int64_t ignoreIndex) const & {
+  if (autocastType() && dtype().isHalfWidth())
+    return TI::autocastFloat32(*this).sparseCategoricalCrossentropy(std::move(yIn), ignoreIndex);
   Tensor Y = std::move(yIn);
   Tensor lossMask = Y.ne(static_cast<double>(ignoreIndex));
   int64_t classes = shape().back().asInt();

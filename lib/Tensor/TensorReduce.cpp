@@ -111,6 +111,7 @@ std::tuple<Tensor, Tensor, Tensor> TensorInternals::softmaxParts(const Tensor &s
 
 Tensor Tensor::softmax(int64_t axis) const & {
   requireFloat("softmax", *this);
+  if (autocastType() && dtype().isHalfWidth()) return TI::autocastFloat32(*this).softmax(axis);
   normAxis("softmax", *this, axis);
   auto [m, e, ss] = TI::softmaxParts(*this, axis);
   return e.div(ss);
@@ -118,6 +119,7 @@ Tensor Tensor::softmax(int64_t axis) const & {
 
 Tensor Tensor::logSoftmax(int64_t axis) const & {
   requireFloat("log_softmax", *this);
+  if (autocastType() && dtype().isHalfWidth()) return TI::autocastFloat32(*this).logSoftmax(axis);
   normAxis("log_softmax", *this, axis);
   auto [m, e, ss] = TI::softmaxParts(*this, axis);
   return m.sub(ss.log());

@@ -265,6 +265,7 @@ Value getAttribute(Value &&self, const std::string &name) {
     }
     if (obj == "Tensor" && name == "training") return Tensor::isTraining();
     if (obj == "Tensor" && name == "no_grad") return Tensor::gradDisabled();
+    if (obj == "Tensor" && name == "default_type") return Tensor::defaultType;
     if (obj == "Tensor" && isTensorMethod(name)) return MethodRefV{name};
     if (obj == "nn" && name == "optim") return BuiltinV{"optim"};
     if (obj == "nn" && name == "state") return BuiltinV{"nn.state"};
@@ -289,8 +290,13 @@ void setAttribute(Value &&self, const std::string &name, Value &&v) {
       Tensor::noGrad = toBool(v, "Tensor.no_grad");
       return;
     }
-    throw Error(fmt::format("cannot assign Tensor.{}: only Tensor.training and Tensor.no_grad "
-                            "can be assigned",
+    if (name == "default_type") {
+      if (!v.is<DType>()) throw Error(fmt::format("Tensor.default_type must be a dtype, not a {}", typeName(v)));
+      Tensor::defaultType = v.as<DType>();
+      return;
+    }
+    throw Error(fmt::format("cannot assign Tensor.{}: only Tensor.training, Tensor.no_grad and "
+                            "Tensor.default_type can be assigned",
                             name));
   }
   if (self.is<Tensor>()) {
@@ -362,7 +368,7 @@ bool isKnownAttribute(std::string_view name) {
 bool isBuiltinMember(std::string_view object, std::string_view name) {
   if (object == "Tensor")
     return creators().count(name) || isTensorMethod(name) || name == "training" ||
-           name == "no_grad" || name == "train";
+           name == "no_grad" || name == "train" || name == "default_type";
   if (object == "dtypes") return DType::fromName(name).has_value();
   if (object == "nn") {
     if (name == "optim" || name == "state") return true;

@@ -21,6 +21,9 @@ void spreadIndexSequence(std::vector<Value> &items);
 /// The Tensor indices of subscript items: slices, ints, None, ..., tensors, (nested) int lists
 /// (an int32 tensor on `device`).
 std::vector<Index> tensorIndices(const std::vector<Value> &items, const std::string &device);
+/// `self[items] = v` (the subscript assignment and `x.__setitem__(index, v)`): `v` a Tensor or a
+/// number.
+void setTensorItem(Tensor &self, std::vector<Value> items, const Value &v);
 
 // ---- shared by the nn builtins (NNBuiltins.cpp) and the optim/state ones (OptimStateBuiltins.cpp)
 

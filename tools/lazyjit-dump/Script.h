@@ -53,6 +53,7 @@ using ExprPtr = std::unique_ptr<Expr>;
 enum class StmtKind {
   Assign,  // targets = value (each target group is one name or a tuple of names)
   SetAttr, // target.attrName = value (Tensor.training, x.requires_grad, layer.weight, opt.lr, ...)
+  SetItem, // target[...] = value (target is the Subscript expression)
   Del,     // del names
   Realize, // realize names
   Out,     // out names
@@ -66,7 +67,7 @@ struct Stmt {
   std::vector<std::vector<std::string>> targets; // Assign: one group per `=`; With: the `as` name
   std::vector<Loc> nameLocs;                     // Del/Realize/Out: where each name is
   std::vector<std::string> names;                // Del/Realize/Out
-  ExprPtr target;                                // SetAttr: the object
+  ExprPtr target;                                // SetAttr: the object; SetItem: the subscript
   std::string attrName;                          // SetAttr
   Loc attrLoc;                                   // SetAttr: where attrName is
   ExprPtr value;                                 // Assign/SetAttr/Eval/With

@@ -118,6 +118,18 @@ void Evaluator::exec(const Stmt &st) {
     located(st.attrLoc, [&] { setAttribute(std::move(obj), st.attrName, std::move(v)); });
     return;
   }
+  case StmtKind::SetItem: {
+    // Python evaluates the value, then the object, then the index
+    Value v = eval(*st.value);
+    Value obj = eval(*st.target->kids[0]);
+    std::vector<Value> items = evalIndexItems(*st.target);
+    located(st.loc, [&] {
+      if (!obj.is<Tensor>())
+        throw Error(fmt::format("'{}' object does not support item assignment", typeName(obj)));
+      setTensorItem(obj.as<Tensor>(), std::move(items), v);
+    });
+    return;
+  }
   case StmtKind::Del:
     for (size_t k = 0; k < st.names.size(); ++k) {
       if (env.erase(st.names[k])) continue;
@@ -321,8 +333,7 @@ Value Evaluator::print(CallArgs &args) {
   return NoneV{};
 }
 
-Value Evaluator::evalSubscript(const Expr &e) {
-  Value obj = eval(*e.kids[0]);
+std::vector<Value> Evaluator::evalIndexItems(const Expr &e) {
   std::vector<Value> items;
   for (size_t k = 1; k < e.kids.size(); ++k) {
     const Expr &it = *e.kids[k];
@@ -339,6 +350,12 @@ Value Evaluator::evalSubscript(const Expr &e) {
       items.push_back(eval(it));
     }
   }
+  return items;
+}
+
+Value Evaluator::evalSubscript(const Expr &e) {
+  Value obj = eval(*e.kids[0]);
+  std::vector<Value> items = evalIndexItems(e);
   if (!obj.is<SeqV>() && !obj.is<DictV>()) spreadIndexSequence(items);
   return located(e.loc, [&]() -> Value {
     if (obj.is<SeqV>()) {

@@ -49,6 +49,8 @@ private:
   /// After `v.bind(n)`: every name holding the unbound Variable now holds the bound one.
   void rebindVariable(const NodeRef &unbound, const SInt &bound);
   Value evalSubscript(const Expr &e);
+  /// The items of a Subscript expression, evaluated in order (slices as SliceV).
+  std::vector<Value> evalIndexItems(const Expr &e);
   /// exec_count(): realizes every tensor the script can still reach, then starts a count.
   Value execCount(CallArgs &args);
   /// print(*values, sep=' ', end='\n') to the tool's output.

@@ -52,6 +52,10 @@ private:
       case StmtKind::Eval:
         check(*st.value);
         break;
+      case StmtKind::SetItem:
+        check(*st.value);
+        check(*st.target);
+        break;
       case StmtKind::Del:
         for (size_t k = 0; k < st.names.size(); ++k) {
           use(st.names[k], st.nameLocs[k]);

@@ -191,9 +191,15 @@ Stmt Parser::statement() {
     st.target = std::move(chain[0]->kids[0]);
     return st;
   }
+  // `x[0, 1:3] = v`
+  if (chain.size() == 1 && chain[0]->kind == ExprKind::Subscript) {
+    st.kind = StmtKind::SetItem;
+    st.target = std::move(chain[0]);
+    return st;
+  }
   for (const auto &target : chain)
-    if (target->kind == ExprKind::Attr)
-      fail(file, target->loc, "an attribute can only be assigned alone (one '=' per statement)");
+    if (target->kind == ExprKind::Attr || target->kind == ExprKind::Subscript)
+      fail(file, target->loc, "an attribute or item can only be assigned alone (one '=' per statement)");
   st.kind = StmtKind::Assign;
   for (const auto &target : chain) {
     std::vector<std::string> names;

@@ -80,6 +80,13 @@ std::vector<Index> tensorIndices(const std::vector<Value> &items, const std::str
   return idx;
 }
 
+void setTensorItem(Tensor &self, std::vector<Value> items, const Value &v) {
+  spreadIndexSequence(items);
+  std::vector<Index> idx = tensorIndices(items, self.device());
+  if (v.is<Tensor>()) self.setItem(idx, v.as<Tensor>());
+  else self.setItem(idx, toDouble(v, "the assigned value"));
+}
+
 namespace binders {
 
 std::vector<std::optional<SIntPair>> padArg(Value v, std::string_view what) {
@@ -288,6 +295,21 @@ Value Assign::bind(Tensor &self, CallArgs &a) {
   self.assign(x);
   return std::move(self);
 }
+Value SetItem::bind(Tensor &self, CallArgs &a) {
+  Value index = a.need(0, "indices"), v = a.need(1, "value");
+  a.finish();
+  std::vector<Value> items;
+  items.push_back(std::move(index));
+  setTensorItem(self, std::move(items), v);
+  return NoneV{};
+}
+Value ToInPlace::bind(Tensor &self, CallArgs &a) {
+  auto d = a.need(0, "device");
+  a.finish();
+  if (!d.is<NoneV>() && !d.is<std::string>()) throw Error("to_(): device must be a string or None");
+  self.to_(d.is<NoneV>() ? std::nullopt : std::optional<std::string>(d.as<std::string>()));
+  return NoneV{};
+}
 Value Numel::bind(Tensor &self, CallArgs &a) {
   a.finish();
   return fromSInt(self.numel());
@@ -360,7 +382,8 @@ bool isTensorMethod(std::string_view name) { return methods().count(name) != 0; 
 
 bool isTensorProperty(std::string_view name) {
   return name == "T" || name == "shape" || name == "dtype" || name == "ndim" || name == "device" ||
-         name == "training" || name == "requires_grad" || name == "grad" || name == "no_grad";
+         name == "training" || name == "requires_grad" || name == "grad" || name == "no_grad" ||
+         name == "default_type";
 }
 
 Value callTensorMethod(Tensor &&self, const std::string &name, CallArgs &args) {

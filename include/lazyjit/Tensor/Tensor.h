@@ -160,6 +160,17 @@ public:
   /// Makes this tensor compute `x` (reusing this tensor's buffer when possible). Every handle of
   /// this tensor sees the new value; `x` must not require a gradient.
   Tensor &assign(const Tensor &x);
+  /// Writes `value` (cast to this dtype, broadcast to the selection) into the elements that
+  /// `indices` select, as x[indices] = value does in Python: an assign of a masked where, so it
+  /// fuses into one kernel that reuses this tensor's buffer. Integers, slices (any step), None
+  /// and Ellipsis select by movement; tensor indices select through one-hot masks (where an
+  /// element is selected twice, the last write wins, as NumPy's). Neither side may require a
+  /// gradient (the reference refuses it too).
+  Tensor &setItem(const std::vector<Index> &indices, const Tensor &value);
+  Tensor &setItem(const std::vector<Index> &indices, double value);
+  /// Moves this tensor, and its gradient, to `device` in place (the reference's to_): every
+  /// handle of it sees the moved tensor. No-op when unset or already there.
+  Tensor &to_(const std::optional<std::string> &device);
 
   // ---- autograd (the reference's tensor.py) ---------------------------------------------------
   std::optional<bool> requiresGrad() const;
@@ -186,6 +197,10 @@ public:
   };
 
   // ---- creation -------------------------------------------------------------------------------
+  /// The dtype that creation functions give float tensors when no dtype is asked for (the
+  /// reference's Tensor.default_type; float32 unless changed). The process's setting: set it
+  /// before other threads create tensors.
+  static DType defaultType;
   /// Host data (size must equal the product of the shape), copied to the device.
   static Tensor fromBytes(const void *data, size_t bytes, const Shape &shape, DType dtype,
                           const std::optional<std::string> &device = std::nullopt);
@@ -257,6 +272,21 @@ public:
     TrainingGuard &operator=(const TrainingGuard &) = delete;
     std::optional<bool> prev;
   };
+
+  /// Mixed precision (PyTorch's autocast): while an AutocastGuard is alive in a thread, the
+  /// matmul-like ops it runs (dot/matmul, linear, conv2d, conv_transpose2d) compute on float16
+  /// or bfloat16 copies of their float32 operands and return that dtype; the losses and softmaxes
+  /// (log_softmax, softmax, the cross-entropies) compute in float32. Parameters stay float32
+  /// (master weights): the casts' backward gives them float32 gradients. Guards nest.
+  struct AutocastGuard {
+    explicit AutocastGuard(DType dtype = dtypes::bfloat16, bool enabled = true);
+    ~AutocastGuard();
+    AutocastGuard(const AutocastGuard &) = delete;
+    AutocastGuard &operator=(const AutocastGuard &) = delete;
+    std::optional<DType> prev;
+  };
+  /// The calling thread's autocast dtype, if an AutocastGuard is enabled.
+  static std::optional<DType> autocastType();
 
   std::string repr() const;
 
