@@ -30,9 +30,17 @@ struct MLP : nn::Module {
   }
 };
 
+/// The forward under autocast when `low` is set (the backward outside it, as PyTorch's).
+template <typename Model>
+Tensor lossOf(Model &model, const Tensor &x, const Tensor &y, std::optional<DType> low) {
+  std::optional<Tensor::AutocastGuard> ac;
+  if (low) ac.emplace(*low);
+  return model(x).sparseCategoricalCrossentropy(y);
+}
+
 template <typename Model>
 Result trainStep(const std::string &id, const std::string &name, Model &model, const Shape &inputShape, int batch,
-                 const std::string &device, const std::vector<Peer> &peers) {
+                 const std::string &device, const std::vector<Peer> &peers, std::optional<DType> low = std::nullopt) {
   Tensor::manualSeed(7);
   const int defaultOpt = config().opt; // the level of this row; timeAgainstPeers adds OPT=2's
   nn::optim::LAMB opt = nn::optim::Adam(nn::getParameters(model), 1e-3);
@@ -47,7 +55,7 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
     auto a = Clock::now();
     Tensor::TrainingGuard train(true);
     opt.zeroGrad();
-    Tensor loss = model(x).sparseCategoricalCrossentropy(y).backward();
+    Tensor loss = lossOf(model, x, y, low).backward();
     opt.step();
     loss.realize();
     getDevice(device).synchronize();
@@ -69,7 +77,7 @@ Result trainStep(const std::string &id, const std::string &name, Model &model, c
   Jit jit([&](const std::vector<Tensor> &in) {
     Tensor::TrainingGuard train(true);
     opt.zeroGrad();
-    Tensor loss = model(in[0]).sparseCategoricalCrossentropy(in[1]).backward();
+    Tensor loss = lossOf(model, in[0], in[1], low).backward();
     opt.step();
     return std::vector<Tensor>{loss};
   });
@@ -96,6 +104,34 @@ Result benchW10(int batch, const std::string &device) {
 #endif
   return trainStep("W10", "training step: Fashion-MNIST CNN, batch " + std::to_string(batch) + ", Adam", model,
                    {batch, 1, 28, 28}, batch, device, peers);
+}
+
+Result benchW10LowPrecision(int batch, const std::string &device, DType low) {
+  // the float32 step of the same model, timed in turns with the mixed-precision one
+  struct Float32Step {
+    CNN model;
+    nn::optim::LAMB opt{nn::optim::Adam(nn::getParameters(model), 1e-3)};
+    Tensor x, y;
+  };
+  Tensor::manualSeed(3);
+  auto f32 = std::make_shared<Float32Step>();
+  f32->x = Tensor::rand({batch, 1, 28, 28}, {std::nullopt, device}).realize();
+  f32->y = Tensor::randint({batch}, 0, 10, {dtypes::int32, device}).realize();
+  Peer peer{"float32", [f32, device] {
+              Tensor::TrainingGuard train(true);
+              f32->opt.zeroGrad();
+              Tensor loss = f32->model(f32->x).sparseCategoricalCrossentropy(f32->y).backward();
+              f32->opt.step();
+              loss.realize();
+              getDevice(device).synchronize();
+            }};
+  Tensor::manualSeed(3);
+  CNN model;
+  std::string tag = low == dtypes::bfloat16 ? "bf16" : "fp16";
+  return trainStep("W10-" + tag,
+                   "training step: Fashion-MNIST CNN, batch " + std::to_string(batch) + ", Adam, autocast " +
+                       std::string(low.name()) + " (float32 master weights)",
+                   model, {batch, 1, 28, 28}, batch, device, {peer}, low);
 }
 
 Result benchW9d(const std::string &device) {

@@ -4,6 +4,10 @@
 #pragma once
 
 #include "BenchUtil.h"
+// (declared only: TorchPeer.cpp includes this header without lazyjit's include path)
+namespace lazyjit {
+class DType;
+}
 
 #include <string>
 
@@ -12,6 +16,8 @@ namespace lazyjit::bench {
 /// Steps per second, the kernels one step runs and the share of a step spent outside
 /// runSchedule (graph building, autograd and scheduling) go into the result.
 Result benchW10(int batch, const std::string &device);
+/// W10 with the forward under autocast (`low`: bfloat16 or float16), against the float32 step.
+Result benchW10LowPrecision(int batch, const std::string &device, DType low);
 Result benchW11(int batch, const std::string &device);
 /// The launch path of a Jit replay: microseconds per kernel (W9d).
 Result benchW9d(const std::string &device);

@@ -290,6 +290,7 @@ int main(int argc, char **argv) {
     if (enabled("W7")) add(benchW7(sz, device, gpu));
     // the training steps, against libtorch's (same process, same thread count)
     if (enabled("W10")) add(benchW10(512, device));
+    if (enabled("W10-bf16")) add(benchW10LowPrecision(512, device, dtypes::bfloat16));
     if (enabled("W11")) add(benchW11(gpu ? 4096 : 256, device));
     // the ONNX models, against libtorch (TorchScript) and ONNX Runtime (CPU only)
     if (anyW12)

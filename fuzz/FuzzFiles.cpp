@@ -1,10 +1,11 @@
 // Fuzz target: lazyjit's file readers on arbitrary bytes. The first byte picks the reader: an IDX
-// file (plain or gzip), a kernel-cache entry, a safetensors file or a .npy file (each tensor
-// realized, so the lazy reads run too). Readers must reject damage with an Error, never
-// crash, hang or read out of bounds.
+// file (plain or gzip), a kernel-cache entry, a safetensors file, a .npy file or a PyTorch
+// checkpoint (each tensor realized, so the lazy reads run too). Readers must reject damage with an
+// Error, never crash, hang or read out of bounds.
 #include "FuzzCommon.h"
 #include "lazyjit/NN/IDX.h"
 #include "lazyjit/NN/State.h"
+#include "lazyjit/NN/TorchLoad.h"
 #include "lazyjit/Runtime/KernelCache.h"
 #include "lazyjit/Support/Error.h"
 
@@ -30,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1 || size > (1u << 20)) return -1;
   lazyjit::fuzz::setUp();
   using namespace lazyjit;
-  int reader = data[0] % 4;
+  int reader = data[0] % 5;
   std::string body(reinterpret_cast<const char *>(data + 1), size - 1);
   try {
     if (reader == 0) {
@@ -46,6 +47,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::string path = scratchDir() + "/input.npy";
       std::ofstream(path, std::ios::binary | std::ios::trunc) << body;
       (void)npyLoad(path, "CPU").toBytes();
+    } else if (reader == 4) {
+      std::string path = scratchDir() + "/input.pt";
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << body;
+      for (const auto &[name, t] : nn::torchLoad(path, "CPU")) (void)t.toBytes();
     } else {
       // a cache entry with this content under the name of key "k"
       DiskCache cache(scratchDir() + "/cache");
