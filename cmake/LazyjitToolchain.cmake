@@ -11,6 +11,11 @@ if(LAZYJIT_LLD)
 endif()
 
 add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+# A switch over an enum lists every enumerator: the switches over Op have no `default:`, so an op
+# added to Ops.def is a compile error in every pass that does not say what to do with it.
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  add_compile_options(-Werror=switch)
+endif()
 if(LAZYJIT_WERROR)
   add_compile_options(-Werror)
 endif()

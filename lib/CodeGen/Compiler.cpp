@@ -83,7 +83,7 @@ void addVectorMath(llvm::TargetLibraryInfoImpl &tlii, llvm::TargetMachine &tm) {
   // VecDesc keeps StringRefs: the names must outlive the TLI, so they are built once
   static const std::vector<std::pair<std::string, unsigned>> ymmNames = [] {
     std::vector<std::pair<std::string, unsigned>> v;
-    for (const auto &f : kVectorMathFns) {
+    for (const auto &f : vectorMathFns()) {
       unsigned lanes = 0;
       std::string n = vectorMathName(f, false, &lanes);
       v.emplace_back(std::move(n), lanes);
@@ -92,7 +92,7 @@ void addVectorMath(llvm::TargetLibraryInfoImpl &tlii, llvm::TargetMachine &tm) {
   }();
   static const std::vector<std::pair<std::string, unsigned>> zmmNames = [] {
     std::vector<std::pair<std::string, unsigned>> v;
-    for (const auto &f : kVectorMathFns) {
+    for (const auto &f : vectorMathFns()) {
       unsigned lanes = 0;
       std::string n = vectorMathName(f, true, &lanes);
       v.emplace_back(std::move(n), lanes);
@@ -103,8 +103,8 @@ void addVectorMath(llvm::TargetLibraryInfoImpl &tlii, llvm::TargetMachine &tm) {
   auto prefix = [](unsigned lanes) -> llvm::StringRef {
     return lanes == 4 ? prefixes[0] : lanes == 8 ? prefixes[1] : prefixes[2];
   };
-  for (size_t i = 0; i < std::size(kVectorMathFns); ++i) {
-    const auto &f = kVectorMathFns[i];
+  for (size_t i = 0; i < vectorMathFns().size(); ++i) {
+    const auto &f = vectorMathFns()[i];
     descs.emplace_back(f.scalar, ymmNames[i].first, llvm::ElementCount::getFixed(ymmNames[i].second), false,
                        prefix(ymmNames[i].second));
     if (avx512)

@@ -190,7 +190,9 @@ int64_t chooseWidth(int64_t size, int64_t bits, int vectorBits, bool allowPad, i
 // The vector axis `vec` of a kernel, padded (PADTO) to whole vectors where it can be, and for a
 // reduce with a tile axis the register tile of A @ B: rows of `tile` x the vector, the reduce
 // unrolled, the vector-axis blocks outermost, packed panels where they pay (choosePanelPacking).
-void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
+// Returns the refusal of the first opt that does not apply (`k` then holds the ones before it), or
+// nullopt.
+std::optional<std::string> applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
   bool wide = k.opts.vectorBits >= 512;
   int64_t vsize = k.fullShape()[vec].asInt();
   int64_t padded = vsize;
@@ -203,9 +205,9 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
                    k.fullShape()[*tile].asInt() % 4 != 0 && k.fullShape()[*tile].asInt() % 6 != 0 &&
                    vsize % 8 == 0;
   if (sevenRows) width = 8;
-  if (width < 4) return;
+  if (width < 4) return std::nullopt;
   if (padded != vsize) {
-    k.applyOpt({OptOp::PadTo, static_cast<int64_t>(vec), width});
+    if (auto no = applyOrRefuse(k, {OptOp::PadTo, static_cast<int64_t>(vec), width})) return no;
     vsize = padded;
   }
   int64_t rows = 1;
@@ -231,7 +233,7 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
     if (rows == 1 && tsize >= (k.scatterOutput ? 12 : 16) && varsFromAst(*k.ast).empty())
       for (int64_t r : {8, 6, 4})
         if (r <= maxRows && (tsize + r - 1) / r * r - tsize <= tsize / (k.scatterOutput ? 4 : 8)) {
-          k.applyOpt({OptOp::PadTo, static_cast<int64_t>(*tile), r});
+          if (auto no = applyOrRefuse(k, {OptOp::PadTo, static_cast<int64_t>(*tile), r})) return no;
           rows = r;
           break;
         }
@@ -248,11 +250,11 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
   int64_t vecAxis = static_cast<int64_t>(vec);
   if (rows > 1) {
     bool removed = rows == k.fullShape()[*tile].asInt();
-    k.applyOpt({OptOp::Upcast, static_cast<int64_t>(*tile), rows});
+    if (auto no = applyOrRefuse(k, {OptOp::Upcast, static_cast<int64_t>(*tile), rows})) return no;
     if (removed && static_cast<int64_t>(*tile) < vecAxis) --vecAxis;
   }
   bool vecRemains = width < vsize;
-  k.applyOpt({OptOp::Upcast, vecAxis, width});
+  if (auto no = applyOrRefuse(k, {OptOp::Upcast, vecAxis, width})) return no;
   // unroll a small last reduce axis, or a long one by 4. On AVX-512 a 5-wide one too: a padded
   // 5 x 5 convolution's window columns, unrolled, read a row of broadcast values whose masks are
   // fixed across the reduce loops (LowerCPUVector.cpp, laneLeaf): [512, 32, 24, 24] with padding 2
@@ -263,13 +265,17 @@ void applyVectorTile(Kernel &k, size_t vec, std::optional<size_t> tile) {
     int lastRed = static_cast<int>(k.shapeLen()) - k.upcasted - 1;
     if (lastRed >= fr && isIntSize(k, lastRed)) {
       int64_t r = k.fullShape()[lastRed].asInt();
-      if (r <= (wide ? 5 : 4)) k.applyOpt({OptOp::Unroll, lastRed - fr, 0});
-      else if (r % 4 == 0 && r >= 64) k.applyOpt({OptOp::Unroll, lastRed - fr, 4});
+      std::optional<std::string> no;
+      if (r <= (wide ? 5 : 4)) no = applyOrRefuse(k, {OptOp::Unroll, lastRed - fr, 0});
+      else if (r % 4 == 0 && r >= 64) no = applyOrRefuse(k, {OptOp::Unroll, lastRed - fr, 4});
+      if (no) return no;
     }
   }
   // matmul-like: the vector-axis tiles become the outermost (and threaded) loop
-  if (tile && vecRemains && vecAxis != 0 && vecAxis < k.globalDims()) k.applyOpt({OptOp::Swap, 0, vecAxis});
+  if (tile && vecRemains && vecAxis != 0 && vecAxis < k.globalDims())
+    if (auto no = applyOrRefuse(k, {OptOp::Swap, 0, vecAxis})) return no;
   if (tile) choosePanelPacking(k);
+  return std::nullopt;
 }
 
 // A reduce with no vector axis because the input that moves along the output's contiguous axis is
@@ -297,12 +303,8 @@ bool gatherPackedTile(Kernel &k) {
       }
       if (!ok || !rowsSide || !vecSide) continue;
       Kernel c = k;
-      try {
-        applyVectorTile(c, static_cast<size_t>(v), static_cast<size_t>(t));
-      } catch (const UnsupportedError &) {
-        continue;
-      }
-      if (c.packDepth < 0) continue;
+      // (an opt refused, or no packed panels)
+      if (applyVectorTile(c, static_cast<size_t>(v), static_cast<size_t>(t)).has_value() || c.packDepth < 0) continue;
       k = std::move(c);
       return true;
     }
@@ -370,11 +372,7 @@ bool scatterTile(Kernel &k, size_t vec, size_t tile, bool strided = false) {
   if (!steps || *steps < 64) return false;
   Kernel c = k;
   c.scatterOutput = true;
-  try {
-    applyVectorTile(c, tile, vec);
-  } catch (const UnsupportedError &) {
-    return false;
-  }
+  if (applyVectorTile(c, tile, vec).has_value()) return false; // an opt was refused
   // (the weights packed along the vector, and rows of the tile along the old vector axis)
   if (c.packDepth < 0 || c.upcasted < 2) return false;
   k = std::move(c);
@@ -470,7 +468,8 @@ void applyCPUHeuristics(Kernel &k) {
   }
 
   if (tile && scatterTile(k, *vec, *tile)) return;
-  applyVectorTile(k, *vec, tile);
+  // (a refused opt fails the compile with the UnsupportedError applyOpt throws)
+  if (std::optional<std::string> no = applyVectorTile(k, *vec, tile)) throw UnsupportedError(*no);
 }
 
 } // namespace lazyjit

@@ -3,6 +3,7 @@
 // each loaded vector, and a convolution's weight gradient, whose short reduce axis becomes the
 // vector (the lowering's dot-product mode). applyCPUHeuristics (HeuristicsCPU.cpp) tries them;
 // each returns whether it applied.
+#include "Heuristics.h"
 #include "HeuristicsCPU.h"
 
 namespace lazyjit {
@@ -115,19 +116,15 @@ bool cpu_heuristics::reduceVectorize(Kernel &k) {
   if (rows * cols < 4) return false;
   // on a copy: PADTO refuses a reduce it cannot pad with zeros
   Kernel t = k;
-  try {
-    // the later axis first, so that upcasting it whole (which removes it) leaves the other in place
-    // (a tile of one row, AVX2's 16 registers with 5 columns, upcasts the columns only)
-    int hi = std::max(colAxis, rowAxis), lo = std::min(colAxis, rowAxis);
-    int64_t hiAmt = hi == colAxis ? cols : rows, loAmt = lo == colAxis ? cols : rows;
-    if (hiAmt > 1) t.applyOpt({OptOp::Upcast, hi, hiAmt});
-    if (loAmt > 1) t.applyOpt({OptOp::Upcast, lo, loAmt});
-    int red = static_cast<int>(t.shapeLen()) - t.upcasted - 1;
-    if (padded != r) t.applyOpt({OptOp::PadTo, red, width});
-    t.applyOpt({OptOp::Unroll, red - t.firstReduce(), width});
-  } catch (const UnsupportedError &) {
-    return false;
-  }
+  // the later axis first, so that upcasting it whole (which removes it) leaves the other in place
+  // (a tile of one row, AVX2's 16 registers with 5 columns, upcasts the columns only)
+  int hi = std::max(colAxis, rowAxis), lo = std::min(colAxis, rowAxis);
+  int64_t hiAmt = hi == colAxis ? cols : rows, loAmt = lo == colAxis ? cols : rows;
+  if (hiAmt > 1 && !tryApplyOpt(t, {OptOp::Upcast, hi, hiAmt})) return false;
+  if (loAmt > 1 && !tryApplyOpt(t, {OptOp::Upcast, lo, loAmt})) return false;
+  int red = static_cast<int>(t.shapeLen()) - t.upcasted - 1;
+  if (padded != r && !tryApplyOpt(t, {OptOp::PadTo, red, width})) return false;
+  if (!tryApplyOpt(t, {OptOp::Unroll, red - t.firstReduce(), width})) return false;
   k = std::move(t);
   return true;
 }

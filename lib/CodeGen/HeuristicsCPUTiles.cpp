@@ -4,6 +4,7 @@
 // short contiguous runs (the runs of 8 outputs read back to back). applyCPUHeuristics
 // (HeuristicsCPU.cpp) tries them in turn; each checks its own preconditions and returns whether it
 // applied.
+#include "Heuristics.h"
 #include "HeuristicsCPU.h"
 #include "lazyjit/Graph/LazyOpWalk.h"
 
@@ -138,12 +139,8 @@ bool cpu_heuristics::blockRowRuns(Kernel &k) {
   int64_t u = largestDivisor(k.fullShape()[o].asInt(), {8, 4});
   if (!adjacent || u < 4) return false;
   Kernel t = k;
-  try {
-    t.applyOpt({OptOp::Upcast, o, u});
-    t.applyOpt({OptOp::Unroll, lastRed - t.firstReduce(), 0});
-  } catch (const UnsupportedError &) {
+  if (!tryApplyOpt(t, {OptOp::Upcast, o, u}) || !tryApplyOpt(t, {OptOp::Unroll, lastRed - t.firstReduce(), 0}))
     return false;
-  }
   k = std::move(t);
   return true;
 }

@@ -213,13 +213,100 @@ void Kernel::simplifyMergeAdjacent() {
   }
 }
 
+namespace {
+// Why PADTO(axis, amt) does not apply to `k` (Kernel::padTo), or nullopt where it does.
+std::optional<std::string> padRefusal(const Kernel &k, int64_t axis, int64_t amt) {
+  if (!varsFromAst(*k.ast).empty())
+    return fmt::format("opt PADTO({},{}): does not work with symbolic shapes", axis, amt);
+  const int64_t size = k.fullShape()[axis].asInt();
+  const int64_t padded = (size + amt - 1) / amt * amt;
+  if (axis >= static_cast<int64_t>(k.shapeLen()) - k.upcasted)
+    return fmt::format("opt PADTO({},{}): can't pad an upcast axis", axis, amt);
+  if (padded == size)
+    return fmt::format("opt PADTO({},{}): axis {} of size {} needs no padding", axis, amt, axis, size);
+  if (padded - size >= size)
+    return fmt::format("opt PADTO({},{}): padding axis {} of size {} to {} more than doubles the work", axis,
+                       amt, axis, size, padded);
+  if (axis >= k.firstReduce()) {
+    bool safe = k.reduceop && k.reduceop->op == Op::Sum;
+    for (const KernelOp *x : k.reduceop ? k.reduceop->src[0]->uniqueOps() : std::vector<const KernelOp *>{})
+      // ops that map all-zero operands to zero (Ops.def): a SUM over them is unchanged by extra
+      // elements whose every leaf reads 0 (a bitcast would turn the -0.0 of a negated 0 into a
+      // nonzero integer)
+      safe = safe && isZeroPreserving(x->op) && !(x->op == Op::Cast && std::get<CastArg>(x->arg).bitcast);
+    if (!safe)
+      return fmt::format("opt PADTO({},{}): padding reduce axis {} needs a SUM of ops that keep 0 at 0", axis,
+                         amt, axis);
+  }
+  return std::nullopt;
+}
+
+// The axis of the full shape that `opt` names (UNROLL counts from the first reduce, GROUP from the
+// first reduce not yet grouped).
+int64_t optAxis(const Kernel &k, const Opt &opt) {
+  int fr = k.firstReduce();
+  return opt.axis + (opt.op == OptOp::Unroll ? fr
+                     : (opt.op == OptOp::Group || opt.op == OptOp::GroupTop)
+                         ? fr + static_cast<int64_t>(k.groupForReduce.size())
+                         : 0);
+}
+} // namespace
+
+std::optional<std::string> optRefusal(const Kernel &k, const Opt &opt) {
+  if (k.rowKernel)
+    return fmt::format("opt {}: {} is a row kernel (OPT=5), which takes no OptOps", opt.str(), k.name());
+  int fr = k.firstReduce();
+  if (opt.op == OptOp::Swap) {
+    if (!(opt.axis >= 0 && opt.amt >= 0 && opt.axis < fr - k.localDims && opt.amt < fr - k.localDims))
+      return fmt::format("opt {}: can only swap two global axes of {}", opt.str(), k.name());
+    return std::nullopt;
+  }
+  int64_t axis = optAxis(k, opt);
+  if (!(axis >= 0 && axis < static_cast<int64_t>(k.shapeLen())))
+    return fmt::format("opt {}: axis {} is out of range for {}", opt.str(), axis, k.name());
+  const SInt &dim = k.fullShape()[axis];
+  if (!dim.isInt()) return fmt::format("opt {}: axis {} is symbolic", opt.str(), axis);
+  int64_t amt = opt.amt != 0 ? opt.amt : dim.asInt();
+  if (amt <= 1) return fmt::format("opt {}: an amount of {} is meaningless", opt.str(), amt);
+  if (opt.op == OptOp::PadTo) return padRefusal(k, axis, amt);
+  if (dim.asInt() % amt != 0)
+    return fmt::format("opt {}: {} does not divide axis {} of size {}", opt.str(), amt, axis, dim.asInt());
+  switch (opt.op) {
+  case OptOp::Local:
+  case OptOp::LastLocal:
+    if (!k.opts.hasLocal) return fmt::format("opt {}: target does not support local", opt.str());
+    if (axis >= fr) return fmt::format("opt {}: can't local a reduce", opt.str());
+    return std::nullopt;
+  case OptOp::Group:
+  case OptOp::GroupTop:
+    if (!(k.opts.hasLocal && k.opts.hasShared))
+      return fmt::format("opt {}: target does not support local or shared memory", opt.str());
+    if (!(axis >= fr + static_cast<int64_t>(k.groupForReduce.size()) &&
+          axis < static_cast<int64_t>(k.shapeLen()) - k.upcasted))
+      return fmt::format("opt {}: must be a reduce axis to group", opt.str());
+    return std::nullopt;
+  case OptOp::Unroll:
+    if (axis >= static_cast<int64_t>(k.shapeLen()) - k.upcasted)
+      return fmt::format("opt {}: can't unroll an already upcasted axis", opt.str());
+    if (amt > 32) return fmt::format("opt {}: don't unroll more than 32", opt.str());
+    return std::nullopt;
+  case OptOp::Upcast:
+    if (axis >= fr) return fmt::format("opt {}: upcast is for non-reduce axes", opt.str());
+    // the reference stops at 8; CPU kernels vectorize an upcast axis, so they may go wider
+    if (amt > (k.opts.hasLocal ? 8 : 64))
+      return fmt::format("opt {}: don't upcast more than {}", opt.str(), k.opts.hasLocal ? 8 : 64);
+    return std::nullopt;
+  case OptOp::NoLocals:
+  case OptOp::PadTo:
+  case OptOp::Swap: return fmt::format("opt {} is not supported", opt.str());
+  }
+  return std::nullopt;
+}
+
 void Kernel::applyOpt(const Opt &opt) {
-  LAZYJIT_USER_CHECK(!rowKernel, UnsupportedError, "opt {}: {} is a row kernel (OPT=5), which takes no OptOps",
-                     opt.str(), name());
+  if (std::optional<std::string> why = optRefusal(*this, opt)) throw UnsupportedError(*why);
   int fr = firstReduce();
   if (opt.op == OptOp::Swap) {
-    LAZYJIT_USER_CHECK(opt.axis >= 0 && opt.amt >= 0 && opt.axis < fr - localDims && opt.amt < fr - localDims,
-                       UnsupportedError, "opt {}: can only swap two global axes of {}", opt.str(), name());
     std::vector<int64_t> perm(shapeLen());
     std::iota(perm.begin(), perm.end(), 0);
     std::swap(perm[opt.axis], perm[opt.amt]);
@@ -227,92 +314,39 @@ void Kernel::applyOpt(const Opt &opt) {
     appliedOpts.push_back(opt);
     return;
   }
-  int64_t axis = opt.axis + (opt.op == OptOp::Unroll ? fr
-                             : (opt.op == OptOp::Group || opt.op == OptOp::GroupTop)
-                                 ? fr + static_cast<int64_t>(groupForReduce.size())
-                                 : 0);
-  LAZYJIT_USER_CHECK(axis >= 0 && axis < static_cast<int64_t>(shapeLen()), UnsupportedError,
-                     "opt {}: axis {} is out of range for {}", opt.str(), axis, name());
-  const SInt &dim = fullShape()[axis];
-  LAZYJIT_USER_CHECK(dim.isInt(), UnsupportedError, "opt {}: axis {} is symbolic", opt.str(), axis);
-  int64_t amt = opt.amt != 0 ? opt.amt : dim.asInt();
-  LAZYJIT_USER_CHECK(amt > 1, UnsupportedError, "opt {}: an amount of {} is meaningless", opt.str(), amt);
-  if (opt.op == OptOp::PadTo) {
+  int64_t axis = optAxis(*this, opt);
+  int64_t amt = opt.amt != 0 ? opt.amt : fullShape()[axis].asInt();
+  switch (opt.op) {
+  case OptOp::PadTo:
     padTo(axis, amt);
     appliedOpts.push_back(opt);
     return;
-  }
-  LAZYJIT_USER_CHECK(dim.asInt() % amt == 0, UnsupportedError, "opt {}: {} does not divide axis {} of size {}",
-                     opt.str(), amt, axis, dim.asInt());
-  switch (opt.op) {
   case OptOp::Local:
-    LAZYJIT_USER_CHECK(opts.hasLocal, UnsupportedError, "opt {}: target does not support local", opt.str());
-    LAZYJIT_USER_CHECK(axis < fr, UnsupportedError, "opt {}: can't local a reduce", opt.str());
     shiftTo(axis, amt, false, fr);
     ++localDims;
     break;
   case OptOp::LastLocal:
-    LAZYJIT_USER_CHECK(opts.hasLocal, UnsupportedError, "opt {}: target does not support local", opt.str());
-    LAZYJIT_USER_CHECK(axis < fr, UnsupportedError, "opt {}: can't local a reduce", opt.str());
     shiftTo(axis, amt, false, fr - localDims);
     ++localDims;
     break;
   case OptOp::Group:
   case OptOp::GroupTop:
-    LAZYJIT_USER_CHECK(opts.hasLocal && opts.hasShared, UnsupportedError,
-                       "opt {}: target does not support local or shared memory", opt.str());
-    LAZYJIT_USER_CHECK(axis >= fr + static_cast<int64_t>(groupForReduce.size()) &&
-                           axis < static_cast<int64_t>(shapeLen()) - upcasted,
-                       UnsupportedError, "opt {}: must be a reduce axis to group", opt.str());
     shiftTo(axis, amt, opt.op == OptOp::GroupTop, fr + static_cast<int64_t>(groupForReduce.size()));
     groupForReduce.push_back(amt);
     break;
   case OptOp::Unroll:
-    LAZYJIT_USER_CHECK(axis < static_cast<int64_t>(shapeLen()) - upcasted, UnsupportedError,
-                       "opt {}: can't unroll an already upcasted axis", opt.str());
-    LAZYJIT_USER_CHECK(amt <= 32, UnsupportedError, "opt {}: don't unroll more than 32", opt.str());
-    shiftTo(axis, amt);
-    upcast();
-    break;
   case OptOp::Upcast:
-    LAZYJIT_USER_CHECK(axis < fr, UnsupportedError, "opt {}: upcast is for non-reduce axes", opt.str());
-    // the reference stops at 8; CPU kernels vectorize an upcast axis, so they may go wider
-    LAZYJIT_USER_CHECK(amt <= (opts.hasLocal ? 8 : 64), UnsupportedError, "opt {}: don't upcast more than {}",
-                       opt.str(), opts.hasLocal ? 8 : 64);
     shiftTo(axis, amt);
     upcast();
     break;
   case OptOp::NoLocals:
-  case OptOp::PadTo:
-  case OptOp::Swap:
-    LAZYJIT_USER_CHECK(false, UnsupportedError, "opt {} is not supported", opt.str());
+  case OptOp::Swap: break; // (refused, or applied above)
   }
   appliedOpts.push_back(opt);
   simplifyOnes();
 }
 
 namespace {
-// Ops that map all-zero operands to zero (0+0, 0*0, max(0,0), 0<0 = false, sqrt(0), ...): a SUM
-// over such an expression is unchanged by extra elements whose every leaf reads 0.
-bool zeroPreserving(Op op) {
-  switch (op) {
-  case Op::Load:
-  case Op::Const:
-  case Op::Add:
-  case Op::Sub:
-  case Op::Mul:
-  case Op::Max:
-  case Op::Neg:
-  case Op::Sqrt:
-  case Op::Sin:
-  case Op::CmpLt:
-  case Op::Where:
-  case Op::Cast:
-  case Op::MulAcc:
-  case Op::Xor: return true;
-  default: return false;
-  }
-}
 // `st` with axis `axis` grown to `size`, when its last view does not move along the axis (and no
 // index it produces depends on it): the new elements repeat the old ones and read in bounds.
 std::optional<ShapeTracker> widenBroadcast(const ShapeTracker &st, int64_t axis, int64_t size) {
@@ -335,27 +369,10 @@ std::optional<ShapeTracker> widenBroadcast(const ShapeTracker &st, int64_t axis,
 } // namespace
 
 void Kernel::padTo(int64_t axis, int64_t amt) {
-  LAZYJIT_USER_CHECK(varsFromAst(*ast).empty(), UnsupportedError,
-                     "opt PADTO({},{}): does not work with symbolic shapes", axis, amt);
+  if (std::optional<std::string> why = padRefusal(*this, axis, amt)) throw UnsupportedError(*why);
   const int64_t size = fullShape()[axis].asInt();
   const int64_t padded = (size + amt - 1) / amt * amt;
-  LAZYJIT_USER_CHECK(axis < static_cast<int64_t>(shapeLen()) - upcasted, UnsupportedError,
-                     "opt PADTO({},{}): can't pad an upcast axis", axis, amt);
-  LAZYJIT_USER_CHECK(padded != size, UnsupportedError, "opt PADTO({},{}): axis {} of size {} needs no padding",
-                     axis, amt, axis, size);
-  LAZYJIT_USER_CHECK(padded - size < size, UnsupportedError,
-                     "opt PADTO({},{}): padding axis {} of size {} to {} more than doubles the work", axis, amt,
-                     axis, size, padded);
   bool reduceAxis = axis >= firstReduce();
-  if (reduceAxis) {
-    bool safe = reduceop && reduceop->op == Op::Sum;
-    for (const KernelOp *x : reduceop ? reduceop->src[0]->uniqueOps() : std::vector<const KernelOp *>{})
-      // (a bitcast would turn the -0.0 of a negated 0 into a nonzero integer)
-      safe = safe && zeroPreserving(x->op) && !(x->op == Op::Cast && std::get<CastArg>(x->arg).bitcast);
-    LAZYJIT_USER_CHECK(safe, UnsupportedError,
-                       "opt PADTO({},{}): padding reduce axis {} needs a SUM of ops that keep 0 at 0", axis, amt,
-                       axis);
-  }
   for (size_t i = 0; i < sts.size(); ++i) {
     if (pyEq(sts[i].shape()[axis], 1)) continue; // the reduced output
     // Along an output axis the padded elements are computed but never stored, so a buffer that

@@ -96,30 +96,30 @@ void LoopNest::setUpcast(std::vector<NodeRef> &ix, const std::vector<int64_t> &o
 bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, const KernelOptions &o) {
   auto floating = [](DType dt) { return dt == dtypes::float32 || dt == dtypes::float64; };
   for (const KernelOp *x : ops) {
-    switch (opTypeOf(x->op)) {
-    case OpType::Buffer:
+    switch (opLanes(x->op)) {
+    case OpLanes::Yes: break;
+    case OpLanes::No: return false; // (a row value's EXPAND is the caller's)
+    case OpLanes::FloatBuffer:
       // (float16 and bfloat16 buffers are read and written as vectors of their own, computed in
       // float32 lanes)
       if (!floating(x->bufferDType()) && !x->bufferDType().isHalfWidth()) return false;
       break;
-    case OpType::Movement:
-    case OpType::Load: return false; // (a row value's EXPAND is the caller's)
-    default: break;
-    }
-    if (x->op == Op::Xor) return false; // integers only
-    if (x->op == Op::Cast) {
+    case OpLanes::FloatCast: {
       // a cast to bool (a compare's result made a WHERE's condition: x != 0 on float lanes) is
       // an i1 vector as CMPLT's is; imported models put them in matmul and conv epilogues (an
       // exact GELU's erf, Clip, masks), which ran scalar without it
       const auto &ca = std::get<CastArg>(x->arg);
       if (ca.bitcast || (!floating(ca.dtype) && ca.dtype != dtypes::boolean)) return false;
+      break;
     }
-    if (isTranscendental(x->op)) {
+    case OpLanes::VectorMath: {
       std::optional<DType> dt = x->kernelDType();
       LAZYJIT_INTERNAL_CHECK(dt.has_value(), "codegen: {} without a dtype in a kernel AST", opName(x->op));
       // (float16 and bfloat16 lanes are float32 registers)
       DType lane = dt->isHalfWidth() ? dtypes::float32 : *dt;
       if (!vectorMathFn(x->op, lane, lanes, o.vectorBits, o.vectorMath)) return false;
+      break;
+    }
     }
   }
   return true;

@@ -54,12 +54,12 @@ bool usesVidx(const Node &n);
 /// the base goes to `*base` when given.
 bool contiguousInVidx(const NodeRef &idx, const NodeRef &vidx, NodeRef *base);
 
-/// Whether the CPU's vector mode computes every node among `ops` on `lanes` lanes: float32/float64
-/// buffers and casts to them (not bitcasts), no integer op, exp2/log2/sin where the vector library
-/// has them for the target (`o`). Everything else is the ALU's, which works on vectors as on scalars.
+/// Whether the CPU's vector mode computes every node among `ops` on `lanes` lanes, as each op's
+/// Lanes column in Ops.def says (opLanes): float32/float64 buffers and casts to them (not
+/// bitcasts), no integer op, exp2/log2/sin where the vector library has them for the target (`o`).
+/// Everything else is the ALU's, which works on vectors as on scalars. (isTranscendental, the
+/// element-wise ops that cost tens of instructions per value, is Ops.def's too.)
 bool lanesSupported(const std::vector<const KernelOp *> &ops, int64_t lanes, const KernelOptions &o);
-/// EXP2, LOG2 and SIN: the element-wise ops that cost tens of instructions per value.
-inline bool isTranscendental(Op op) { return op == Op::Exp2 || op == Op::Log2 || op == Op::Sin; }
 
 // ---- row kernels (Kernel::rowKernel): what the heuristics and both lowerings read alike ----
 

@@ -36,14 +36,10 @@ using namespace llvm;
 Value *CPUMath::unary(IRBuilder<> &b, Op op, Value *x) {
   if (op == Op::Sqrt) return b.CreateUnaryIntrinsic(Intrinsic::sqrt, x);
   if (x->getType()->isVectorTy()) return vectorCall(b, op, x);
-  bool dbl = x->getType()->isDoubleTy();
-  const char *name = nullptr;
-  switch (op) {
-  case Op::Exp2: name = dbl ? "exp2" : "exp2f"; break;
-  case Op::Log2: name = dbl ? "log2" : "log2f"; break;
-  case Op::Sin: name = dbl ? "sin" : "sinf"; break;
-  default: LAZYJIT_INTERNAL_CHECK(false, "codegen: {} is not a math op", opName(op));
-  }
+  // the C library's function (Ops.def's libm column): exp2 for float64, exp2f for float32
+  std::string_view libm = opLibm(op);
+  LAZYJIT_INTERNAL_CHECK(!libm.empty(), "codegen: {} is not a math op", opName(op));
+  std::string name = std::string(libm) + (x->getType()->isDoubleTy() ? "" : "f");
   Module *m = b.GetInsertBlock()->getModule();
   FunctionCallee f = m->getOrInsertFunction(name, FunctionType::get(x->getType(), {x->getType()}, false));
   if (auto *fn = dyn_cast<Function>(f.getCallee())) {

@@ -228,6 +228,7 @@ Val ValueBuilder::alu(Op op, const std::vector<Val> &s, DType dt) {
   bool fl = dt.isFloating(), boolean = dt.isBool(), uns = dt.isUnsigned();
   // the operands' type: a register type, or a vector of them
   Type *t = withLanesOf(regType(dt), s[0].v);
+  Value *a = s[0].v, *c = s.size() > 1 ? s[1].v : nullptr;
   switch (op) {
   case Op::Exp2:
   case Op::Log2:
@@ -248,10 +249,6 @@ Val ValueBuilder::alu(Op op, const std::vector<Val> &s, DType dt) {
     if (fl) return {b.CreateFNeg(s[0].v), dt};
     if (boolean) return {b.CreateNot(s[0].v), dt};
     return {b.CreateNeg(s[0].v), dt};
-  default: break;
-  }
-  Value *a = s[0].v, *c = s.size() > 1 ? s[1].v : nullptr;
-  switch (op) {
   case Op::Add:
     if (fl) return {b.CreateFAdd(a, c), dt};
     if (boolean) return {b.CreateOr(a, c), dt};
@@ -299,7 +296,12 @@ Val ValueBuilder::alu(Op op, const std::vector<Val> &s, DType dt) {
   case Op::MulAcc:
     if (fl) return {b.CreateFAdd(b.CreateFMul(a, c), s[2].v), dt};
     return {b.CreateAdd(b.CreateMul(a, c), s[2].v), dt};
-  default: break;
+  // (CAST and WHERE are the caller's: they read their operands' dtypes)
+  case Op::Cast: case Op::Where: case Op::Sum: case Op::ReduceMax:
+  case Op::Load: case Op::Const: case Op::Store:
+  case Op::Reshape: case Op::Permute: case Op::Expand: case Op::Pad: case Op::Shrink: case Op::Stride:
+  case Op::AsStrided:
+  case Op::Empty: case Op::LoadConst: case Op::Copy: case Op::Contiguous: case Op::Custom: break;
   }
   LAZYJIT_USER_CHECK(false, UnsupportedError, "codegen: {} is not an ALU op", opName(op));
 }

@@ -34,7 +34,7 @@ Value *pow2(IRBuilder<> &b, Value *n) {
 }
 
 // Creates `double name(double)` once per module and fills it with `body`.
-Function *helper(Module &m, const char *name, const std::function<Value *(IRBuilder<> &, Value *)> &body) {
+Function *helper(Module &m, std::string_view name, const std::function<Value *(IRBuilder<> &, Value *)> &body) {
   if (Function *f = m.getFunction(name)) return f;
   LLVMContext &ctx = m.getContext();
   Type *d = Type::getDoubleTy(ctx);
@@ -136,14 +136,22 @@ Value *NVPTXMath::unary(IRBuilder<> &b, Op op, Value *x) {
     if (dbl) return b.CreateCall(f, {x});
     return b.CreateFPTrunc(b.CreateCall(f, {b.CreateFPExt(x, b.getDoubleTy())}), b.getFloatTy());
   };
+  // (the helpers' names are Ops.def's NVPTX column)
   switch (op) {
   case Op::Sqrt: return b.CreateIntrinsic(dbl ? Intrinsic::nvvm_sqrt_rn_d : Intrinsic::nvvm_sqrt_rn_f, {}, {x});
   case Op::Exp2:
     if (!dbl) return b.CreateIntrinsic(Intrinsic::nvvm_ex2_approx_f, {}, {x});
-    return viaDouble(helper(m, "lazyjit.exp2.f64", exp2Body));
-  case Op::Log2: return viaDouble(helper(m, "lazyjit.log2.f64", log2Body));
-  case Op::Sin: return viaDouble(helper(m, "lazyjit.sin.f64", sinBody));
-  default: break;
+    return viaDouble(helper(m, opNVPTXFn(op), exp2Body));
+  case Op::Log2: return viaDouble(helper(m, opNVPTXFn(op), log2Body));
+  case Op::Sin: return viaDouble(helper(m, opNVPTXFn(op), sinBody));
+  // (RECIP is a division, NEG a negation: ValueBuilder::alu's)
+  case Op::Cast: case Op::Recip: case Op::Neg:
+  case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Mod: case Op::CmpLt:
+  case Op::Xor: case Op::MulAcc: case Op::Where: case Op::Sum: case Op::ReduceMax:
+  case Op::Load: case Op::Const: case Op::Store:
+  case Op::Reshape: case Op::Permute: case Op::Expand: case Op::Pad: case Op::Shrink: case Op::Stride:
+  case Op::AsStrided:
+  case Op::Empty: case Op::LoadConst: case Op::Copy: case Op::Contiguous: case Op::Custom: break;
   }
   LAZYJIT_INTERNAL_CHECK(false, "codegen: {} is not a math op", opName(op));
 }

@@ -9,8 +9,9 @@ namespace lazyjit {
 /// float32: exp2 is `ex2.approx.f32` (2 ulp; exp2(-inf) = 0), sqrt is `sqrt.rn.f32`; log2 and sin
 /// are computed in float64 and rounded, so they match the CPU to the last bit or two.
 /// float64: sqrt is `sqrt.rn.f64`; exp2, log2 and sin are the internal functions
-/// `lazyjit.exp2.f64`, `lazyjit.log2.f64`, `lazyjit.sin.f64` (range reduction + polynomial,
-/// about 1e-15 relative; sin reduces by pi/2 in three parts and is accurate for |x| < 2^30).
+/// `lazyjit.exp2.f64`, `lazyjit.log2.f64`, `lazyjit.sin.f64` (Ops.def's NVPTX column; range
+/// reduction + polynomial, about 1e-15 relative; sin reduces by pi/2 in three parts and is
+/// accurate for |x| < 2^30).
 class NVPTXMath : public MathLowering {
 public:
   llvm::Value *unary(llvm::IRBuilder<> &b, Op op, llvm::Value *x) override;

@@ -1,7 +1,7 @@
 // glibc's vector math (libmvec) on x86-64 Linux: the vector variants of the C math calls CPU
-// kernels make. One table serves the loop vectorizer's mapping (Compiler.cpp adds it to the
-// TargetLibraryInfo) and vector mode's direct calls (LowerCPUMath.cpp), so both call the same
-// code.
+// kernels make. One table, from Ops.def's libm and Lanes columns, serves the loop vectorizer's
+// mapping (Compiler.cpp adds it to the TargetLibraryInfo) and vector mode's direct calls
+// (LowerCPUMath.cpp), so both call the same code.
 #pragma once
 
 #include "lazyjit/Graph/DType.h"
@@ -10,17 +10,29 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace lazyjit {
 
 struct VectorMathFn {
-  const char *scalar; ///< the C library name: exp2f, log2, ...
+  std::string scalar; ///< the C library name: exp2f, log2, ...
   bool dbl;           ///< float64
 };
 
-inline constexpr VectorMathFn kVectorMathFns[] = {
-    {"exp2f", false}, {"log2f", false}, {"sinf", false}, {"exp2", true}, {"log2", true}, {"sin", true},
-};
+/// The C library functions libmvec has vector variants of: the float32 and then the float64
+/// function of each op whose Lanes column in Ops.def is VectorMath (opLibm), in table order:
+/// exp2f, log2f, sinf, exp2, log2, sin.
+inline const std::vector<VectorMathFn> &vectorMathFns() {
+  static const std::vector<VectorMathFn> fns = [] {
+    std::vector<VectorMathFn> v;
+    for (bool dbl : {false, true})
+      for (int i = 0; i < kNumOps; ++i)
+        if (Op op = static_cast<Op>(i); opLanes(op) == OpLanes::VectorMath)
+          v.push_back({std::string(opLibm(op)) + (dbl ? "" : "f"), dbl});
+    return v;
+  }();
+  return fns;
+}
 
 /// The libmvec name of `fn` for one AVX2 ('d', 256-bit) or AVX-512 ('e', 512-bit) register:
 /// `_ZGVeN16v_exp2f`; `lanes` receives the register's lane count.
@@ -32,12 +44,12 @@ inline std::string vectorMathName(const VectorMathFn &fn, bool zmm, unsigned *la
 
 /// The table entry for a scalar name, if libmvec has one.
 inline std::optional<VectorMathFn> findVectorMathFn(const std::string &scalar) {
-  for (const auto &f : kVectorMathFns)
+  for (const auto &f : vectorMathFns())
     if (scalar == f.scalar) return f;
   return std::nullopt;
 }
 
-/// The libmvec variant of exp2/log2/sin for `lanes`-wide vectors of `dt` on a target with
+/// The libmvec variant of the op's libm function (exp2/log2/sin) for `lanes`-wide vectors of `dt` on a target with
 /// `vectorBits`-wide registers, when it has glibc's vector math (`libmvec`: x86-64 Linux): the
 /// widest register whose lane count divides `lanes`, as {name, lanes per call}.
 inline std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType dt, int64_t lanes, int vectorBits,
@@ -45,8 +57,8 @@ inline std::optional<std::pair<std::string, int64_t>> vectorMathFn(Op op, DType 
   if (!libmvec || vectorBits < 256) return std::nullopt;
   if (dt != dtypes::float32 && dt != dtypes::float64) return std::nullopt;
   bool dbl = dt == dtypes::float64;
-  const char *base = op == Op::Exp2 ? "exp2" : op == Op::Log2 ? "log2" : op == Op::Sin ? "sin" : nullptr;
-  if (!base) return std::nullopt;
+  std::string_view base = opLibm(op);
+  if (base.empty()) return std::nullopt;
   auto fn = findVectorMathFn(std::string(base) + (dbl ? "" : "f"));
   if (!fn) return std::nullopt;
   for (bool zmm : {true, false}) {

@@ -329,10 +329,6 @@ LazyBufferRef LazyBuffer::cast(const GraphOptions &o, DType dt, bool bitcast) {
 
 namespace {
 
-bool isUnsafePadOp(Op op) {
-  return op == Op::Div || op == Op::CmpLt || op == Op::Log2 || op == Op::Exp2 || op == Op::Recip;
-}
-
 // In place; a source replaced stays alive until every source is pushed (the reference builds a new
 // tuple while the old one still holds them), so the child counts the later ones see are the same.
 void pushMovementOps(const GraphOptions &o, LazyBufferRefs &srcs) {
@@ -347,7 +343,7 @@ void pushMovementOps(const GraphOptions &o, LazyBufferRefs &srcs) {
       mops.emplace_back(bx->op->op, bx->op->arg);
       bx = bx->op->src[0].buf.get();
     }
-    // NOTE: can't push pads past anything where f(0, 0) != 0 or f(0) != 0
+    // NOTE: can't push pads past anything where f(0, 0) != 0 or f(0) != 0 (isUnsafePadOp: Ops.def)
     if (!mops.empty() && !bx->isRealized() && bx->optype == OpType::Binary &&
         bx->atMostOneChild()) {
       bool noPad = std::none_of(mops.begin(), mops.end(),

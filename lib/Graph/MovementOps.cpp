@@ -33,7 +33,12 @@ LazyBufferRef LazyBuffer::movementOp(const GraphOptions &o, Op mop, const LazyOp
   case Op::Permute: return permute(o, std::get<std::vector<int64_t>>(arg));
   case Op::Pad: return pad(o, std::get<PadArg>(arg));
   case Op::Stride: return stride(o, std::get<std::vector<int64_t>>(arg));
-  default: break;
+  case Op::AsStrided: // (never built by lazyjit)
+  case Op::Exp2: case Op::Log2: case Op::Cast: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg:
+  case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Mod: case Op::CmpLt:
+  case Op::Xor: case Op::MulAcc: case Op::Where: case Op::Sum: case Op::ReduceMax:
+  case Op::Load: case Op::Const: case Op::Store:
+  case Op::Empty: case Op::LoadConst: case Op::Copy: case Op::Contiguous: case Op::Custom: break;
   }
   LAZYJIT_INTERNAL_CHECK(false, "{} is not a movement op", opName(mop));
 }

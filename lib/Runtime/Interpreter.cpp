@@ -256,17 +256,23 @@ private:
     case Op::Sum:
     case Op::ReduceMax: return reduce(op, idx, dt);
     case Op::Expand: return expand(op, idx);
-    default: break;
-    }
-    if (op.op == Op::Cast) {
+    case Op::Cast: {
       const auto &ca = std::get<CastArg>(op.arg);
       return ca.bitcast ? bitcast(s[0], sd[0], ca.dtype) : convert(s[0], sd[0], ca.dtype);
     }
-    if (op.op == Op::Where) {
+    case Op::Where: {
       bool c = isTrue(s[0], kindOf(sd[0]));
       return convert(c ? s[1] : s[2], c ? sd[1] : sd[2], dt, false);
     }
-    // Other ALU ops compute on operands cast to the node's dtype (CMPLT on the inputs' max dtype).
+    case Op::Exp2: case Op::Log2: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg:
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Mod: case Op::CmpLt:
+    case Op::Xor: case Op::MulAcc: break;
+    // (not in a kernel AST: alu names them in its error)
+    case Op::Store:
+    case Op::Reshape: case Op::Permute: case Op::Pad: case Op::Shrink: case Op::Stride: case Op::AsStrided:
+    case Op::Empty: case Op::LoadConst: case Op::Copy: case Op::Contiguous: case Op::Custom: break;
+    }
+    // The ALU ops compute on operands cast to the node's dtype (CMPLT on the inputs' max dtype).
     for (size_t k = 0; k < s.size(); ++k) s[k] = convert(s[k], sd[k], dt, false);
     return aluNormalize(alu(op.op, s, dt), dt);
   }

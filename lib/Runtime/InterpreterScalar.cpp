@@ -162,6 +162,7 @@ Value alu(Op op, const std::vector<Value> &s, DType dt) {
     }
     return convert(Value{f(toDouble(a, k)), 0, 0, false}, dtypes::float64, dt);
   };
+  const Value &b = s.size() > 1 ? s[1] : a;
   switch (op) {
   case Op::Exp2: return fl([](double x) { return std::exp2(x); });
   case Op::Log2: return fl([](double x) { return std::log2(x); });
@@ -174,10 +175,6 @@ Value alu(Op op, const std::vector<Value> &s, DType dt) {
     else if (k == Kind::Unsigned) r.u = 0 - a.u;
     else r.b = !a.b;
     return r;
-  default: break;
-  }
-  const Value &b = s[1];
-  switch (op) {
   case Op::Add:
     if (k == Kind::Float) r.f = a.f + b.f;
     else if (k == Kind::Signed) r.i = static_cast<int64_t>(static_cast<uint64_t>(a.i) + static_cast<uint64_t>(b.i));
@@ -236,7 +233,12 @@ Value alu(Op op, const std::vector<Value> &s, DType dt) {
     if (k == Kind::Float) r.f = a.f * b.f + s[2].f;
     else return alu(Op::Add, {alu(Op::Mul, {a, b}, dt), s[2]}, dt);
     return r;
-  default: break;
+  // (CAST and WHERE are evalOp's: they read their operands' dtypes)
+  case Op::Cast: case Op::Where: case Op::Sum: case Op::ReduceMax:
+  case Op::Load: case Op::Const: case Op::Store:
+  case Op::Reshape: case Op::Permute: case Op::Expand: case Op::Pad: case Op::Shrink: case Op::Stride:
+  case Op::AsStrided:
+  case Op::Empty: case Op::LoadConst: case Op::Copy: case Op::Contiguous: case Op::Custom: break;
   }
   LAZYJIT_USER_CHECK(false, UnsupportedError, "interpreter: {} is not an ALU op", opName(op));
 }

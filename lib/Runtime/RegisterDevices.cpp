@@ -3,23 +3,13 @@
 #include "lazyjit/Runtime/CPUDevice.h"
 #include "lazyjit/Runtime/CUDADevice.h"
 #include "lazyjit/Runtime/Interpreter.h"
-#include "lazyjit/Schedule/Schedule.h"
 
 #include <mutex>
 
 namespace lazyjit {
 namespace {
 
-// The devices whose compilers take row kernels (OPT=5), known to the scheduler before any device
-// is created: the CPU and NVPTX lowerings and the interpreter. On CUDA a reduce over whole rows
-// does not compute its row values itself: that kernel would run the whole batch on one block.
-[[maybe_unused]] const bool rowKernelDevicesRegistered = [] {
-  registerRowKernelDevice("CPU");
-  registerRowKernelDevice("CUDA", /*reducesOfRows=*/false);
-  registerRowKernelDevice("INTERP");
-  return true;
-}();
-
+// (which of these take row kernels the scheduler knows itself: Schedule.h, rowKernelDevice)
 void registerBuiltinsOnce() {
   registerDeviceFactory("INTERP", makeInterpreterDevice);
   registerDeviceFactory("CPU", makeCPUDevice);

@@ -1,8 +1,9 @@
 // The parser of the textual kernel-AST format (grammar in docs/ir.md): lines into trees by their
-// indentation, labels and references, view lines into ShapeTrackers, and the checks that each op
-// has its operands and fields. The parser rebuilds symbolic nodes with the reference's raw
-// constructors, not the simplifying operators, so that a printed node key parses back to a node
-// with the same key (node equality is key equality).
+// indentation, labels and references (and the labeled blocks a deep AST defines before its root),
+// view lines into ShapeTrackers, and the checks that each op has its operands and fields. The
+// parser rebuilds symbolic nodes with the reference's raw constructors, not the simplifying
+// operators, so that a printed node key parses back to a node with the same key (node equality is
+// key equality).
 #include "ASTLineParser.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Support/Error.h"
@@ -69,6 +70,10 @@ public:
       start = end + 1;
     }
     while (!stack.empty()) finishTop(true);
+    if (block)
+      fail(file, eofLine, eofCol,
+           fmt::format("unexpected end of input: the block ${} (line {}) is not followed by its AST",
+                       block->first, block->second));
     if (roots.empty()) fail(file, 1, 1, "expected a kernel AST, found none");
     return std::move(roots);
   }
@@ -79,6 +84,9 @@ private:
   std::vector<Pending> stack;
   std::vector<KernelOpRef> roots;
   std::map<int, KernelOpRef> labels;
+  // The label and line of the last block (a labeled node in column 1) of an AST whose root has not
+  // come yet; the next unlabeled node in column 1 is that root.
+  std::optional<std::pair<int, int>> block;
   std::map<std::string, std::pair<SInt, SInt>> varRanges; // per AST: one range per variable name
   int eofLine = 1, eofCol = 1; // where "unexpected end of input" points
 
@@ -103,9 +111,11 @@ private:
 
     if (stack.empty()) {
       if (ind != 0) p.error("unexpected indentation: an AST starts in column 1");
-      if (single && !roots.empty()) p.error("expected one AST, found a second one");
-      labels.clear(); // labels are local to one AST
-      varRanges.clear();
+      if (!block) { // a new AST, not its next block
+        if (single && !roots.empty()) p.error("expected one AST, found a second one");
+        labels.clear(); // labels are local to one AST
+        varRanges.clear();
+      }
     } else {
       const Pending &parent = stack.back();
       if (ind != parent.indent + 2)
@@ -297,10 +307,14 @@ private:
     }
     KernelOpRef built = n.kind == Pending::Kind::Ref ? n.done : build(n, atEof);
     if (n.label) labels.emplace(*n.label, built);
-    if (stack.empty())
-      roots.push_back(std::move(built));
-    else
+    if (!stack.empty()) {
       stack.back().srcs.emplace_back(std::move(built));
+    } else if (n.label) {
+      block = std::make_pair(*n.label, n.line); // a block: its AST's root follows
+    } else {
+      block.reset();
+      roots.push_back(std::move(built));
+    }
   }
 
   [[noreturn]] void nodeError(const Pending &n, bool atEof, const std::string &msg) {

@@ -377,10 +377,16 @@ ScheduleItem scheduleItem(const LazyBufferRef &self, const LazyOpRef &op) {
   return ScheduleItem{ast, self, std::move(baseBufs), std::move(used), std::nullopt};
 }
 
-// device kind -> whether it also takes reduces of rows; registered while other threads may schedule
+// device kind -> whether it also takes reduces of rows. The built-in devices are in it from its
+// construction (on first use), so that what fuses depends on no registration having run: not on
+// whether the Runtime library is linked, nor on which devices were created. Others (the test's
+// emulated GPU) are registered while other threads may schedule.
 struct RowKernelDevices {
   std::mutex mu;
-  std::unordered_map<std::string, bool> kinds;
+  // the devices whose compilers take row kernels: the CPU and NVPTX lowerings and the
+  // interpreter. On CUDA a reduce over whole rows does not compute its row values itself: that
+  // kernel would run the whole batch on one block.
+  std::unordered_map<std::string, bool> kinds{{"CPU", true}, {"CUDA", false}, {"INTERP", true}};
 };
 RowKernelDevices &rowKernelDevices() {
   static RowKernelDevices devices;

@@ -168,7 +168,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn, const s
     case Op::Empty: break;
     case Op::Copy: it.out->copyFrom(*pick(1, it.inputs[0])); break;
     case Op::Custom: it.custom->fn(*it.out); break;
-    default: {
+    case Op::Store: { // a kernel
       std::vector<Buffer *> kb{it.out.get()};
       for (size_t k = 0; k < it.inputs.size(); ++k) kb.push_back(pick(k + 1, it.inputs[k]));
       VarVals vv = it.varVals;
@@ -176,7 +176,17 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor> &inputsIn, const s
         if (auto f = vals.find(name); f != vals.end()) v.second = f->second;
       it.program->run(kb, vv);
       ++globalCounters().kernelCount;
+      break;
     }
+    case Op::Exp2: case Op::Log2: case Op::Cast: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg:
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Mod: case Op::CmpLt:
+    case Op::Xor: case Op::MulAcc: case Op::Where: case Op::Sum: case Op::ReduceMax:
+    case Op::Load: case Op::Const:
+    case Op::Reshape: case Op::Permute: case Op::Expand: case Op::Pad: case Op::Shrink: case Op::Stride:
+    case Op::AsStrided:
+    case Op::LoadConst: case Op::Contiguous:
+      LAZYJIT_INTERNAL_CHECK(false, "Jit: a captured item of kind {} (runSchedule captures kernels as STORE)",
+                             opName(it.kind));
     }
   }
   ++s.calls;

@@ -401,7 +401,14 @@ Tensor mlBinary(Op op, const Tensor &x, const Tensor &y) {
   case Op::Div: return applyFn<DivFn>({x, y});
   case Op::CmpLt:
   case Op::Xor: return applyFn<NoGradBinaryFn>({x, y}, op);
-  default: break;
+  // (no binary mlop: MAX is Relu's, MOD has none)
+  case Op::Max: case Op::Mod:
+  case Op::Exp2: case Op::Log2: case Op::Cast: case Op::Sin: case Op::Sqrt: case Op::Recip: case Op::Neg:
+  case Op::MulAcc: case Op::Where: case Op::Sum: case Op::ReduceMax:
+  case Op::Load: case Op::Const: case Op::Store:
+  case Op::Reshape: case Op::Permute: case Op::Expand: case Op::Pad: case Op::Shrink: case Op::Stride:
+  case Op::AsStrided:
+  case Op::Empty: case Op::LoadConst: case Op::Copy: case Op::Contiguous: case Op::Custom: break;
   }
   LAZYJIT_INTERNAL_CHECK(false, "mlBinary: {} is not a binary mlop", opName(op));
   return Tensor();

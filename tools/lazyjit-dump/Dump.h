@@ -66,19 +66,37 @@ double elementAsDouble(const uint8_t *bytes, DType dt, size_t i);
 /// The index/validity listing of one kernel (--emit=index).
 void printIndex(std::ostream &out, const KernelOp &ast, int kernelNo);
 
-/// --check: compares kernels run on the device with the reference interpreter.
+/// --check: every kernel the device runs is also run by the reference interpreter, on host copies
+/// of its buffers taken just before it runs (its output may be written over one of its inputs),
+/// and the two outputs are compared element by element.
 class KernelChecker {
 public:
-  /// Checks one item the runtime ran (the schedule observer calls it for every item).
+  /// Before a kernel of a schedule runs (runSchedule's before-kernel observer): interprets it.
+  void beforeRun(const ScheduleItem &si, std::span<Buffer *const> bufs);
+  /// After an item of a schedule ran (the schedule observer calls it for every item): compares a
+  /// kernel's output with what beforeRun computed.
   void observe(const ScheduleItem &si, const Program *prg);
-  /// Checks one kernel whose device results are in bufs[0] (inputs unchanged).
-  void checkKernel(const KernelOp &ast, const std::string &name, std::span<Buffer *const> bufs,
-                   const VarVals &vars);
-  /// The first mismatch, if any.
+  /// Interprets `ast` on host copies of `bufs` (the output first) as they are now, before the
+  /// device runs it.
+  void expect(const KernelOp &ast, std::span<Buffer *const> bufs, const VarVals &vars);
+  /// Counts a kernel that ran and compares its device output `out` with what expect() computed
+  /// for the same `ast` (a kernel expect() did not see is counted, not compared).
+  void compare(const KernelOp &ast, const std::string &name, const Buffer &out);
+  /// The first mismatch, if any (the kernels after it are counted, not compared).
   const std::optional<std::string> &mismatch() const { return first; }
+  int kernelsRun() const { return kernels; }
+  int kernelsCompared() const { return compared; }
+  /// Ends the check: flushes `out`, writes `# check: C of K kernels compared` to `err`, and throws
+  /// ToolError (exit 1) on a mismatch.
+  void finish(std::ostream &out, std::ostream &err) const;
 
 private:
-  int kernelNo = 0;
+  struct Expected {
+    const KernelOp *ast;
+    std::vector<uint8_t> bytes; ///< the interpreter's output
+  };
+  std::optional<Expected> pending; ///< of the kernel about to run
+  int kernels = 0, compared = 0;
   std::optional<std::string> first;
 };
 

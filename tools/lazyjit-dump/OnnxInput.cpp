@@ -131,13 +131,18 @@ int runOnnxInput(const std::string &file, const std::string *bytes, DumpOptions 
   DumpContext ctx(out, opts);
   for (const onnx::ModelValue &v : model.outputs()) ctx.outputs.emplace_back(v.name, results.at(v.name));
   if (!onnxOpts.outDir.empty()) opts.run = true;
+  if (opts.check)
+    setBeforeKernelObserver([&](const ScheduleItem &si, std::span<Buffer *const> bufs) { checker.beforeRun(si, bufs); });
   setScheduleObserver([&](const ScheduleItem &si, const Program *prg) {
     if (opts.check) checker.observe(si, prg);
     if (si.isKernel())
       ctx.scriptRuns.emplace_back(0, prg ? prg->info().name : kernelName(*si.ast, config().mergeView));
   });
   struct ObserverReset {
-    ~ObserverReset() { setScheduleObserver(nullptr); }
+    ~ObserverReset() {
+      setScheduleObserver(nullptr);
+      setBeforeKernelObserver(nullptr);
+    }
   } observerReset;
   int rc = emitAndRun(ctx, opts, checker);
   if (!onnxOpts.outDir.empty()) {

@@ -43,7 +43,7 @@ TEST_CASE("astKey: the key of a deep chain grows linearly; printAst stays the re
   size_t perOpShallow = astKey(*shallow).size() / 100, perOpDeep = astKey(*deep).size() / 10000;
   CHECK(perOpDeep <= perOpShallow + 1);
   // the text form still reads back (and was printed without recursion)
-  KernelOpRef mid = chain(800); // the parser accepts nesting up to 1000 deep
+  KernelOpRef mid = chain(800); // deeper than kAstTextBlockDepth: printed as blocks
   CHECK(*parseAst(printAst(*mid), "<deep>") == *mid);
   std::string text = printAst(*shallow);
   CHECK(text.find("\n    BinaryOps.") != std::string::npos); // indented by depth

@@ -1,6 +1,7 @@
 // The textual AST format and the AST verifier: every kernel AST of a set of Tensor programs prints,
 // parses back to an equal AST and verifies; hand-made bad ASTs are rejected with checked messages;
-// malformed text is rejected with FILE:LINE:COL messages.
+// malformed text is rejected with FILE:LINE:COL messages; ASTs deeper than kAstTextBlockDepth print
+// as labeled blocks, in size linear in the AST's, and read back.
 #include "KernelTestUtil.h"
 #include "lazyjit/Schedule/ASTText.h"
 #include "lazyjit/Schedule/Schedule.h"
@@ -10,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -453,4 +455,170 @@ TEST_CASE("ASTText: the kernels of fusion programs at every OPT level round-trip
     Tensor q = E({2, 4, 8}), k = E({2, 4, 8}), v = E({2, 4, 8});
     checkProgram({q.scaledDotProductAttention(k, v)});
   }
+}
+
+namespace {
+
+// The kernel of `x + 1` applied n times to a buffer of 10: an AST n + 2 deep.
+KernelOpRef addChain(int n) {
+  Tensor x = E({10});
+  for (int i = 0; i < n; ++i) x = x + 1;
+  auto asts = kernelAsts({x});
+  REQUIRE(asts.size() == 1);
+  return asts[0];
+}
+
+std::string spaces(int n) { return std::string(static_cast<size_t>(n), ' '); }
+
+// The deepest indentation of a line of `text`.
+size_t maxIndent(const std::string &text) {
+  size_t most = 0, start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    most = std::max(most, text.find_first_not_of(' ', start) - start);
+    start = end + 1;
+  }
+  return most;
+}
+
+// The lines of `text` that begin a block: a label definition in column 1.
+size_t blockCount(const std::string &text) {
+  size_t n = text.rfind("$", 0) == 0 ? 1 : 0;
+  for (size_t at = text.find("\n$"); at != std::string::npos; at = text.find("\n$", at + 1)) ++n;
+  return n;
+}
+
+std::string const1(int indent) {
+  return spaces(indent) + "BufferOps.CONST val=1 dtype=float32\n" + spaces(indent + 2) +
+         "view shape=(10,) strides=(0,) offset=0 mask=None contiguous=False\n";
+}
+
+} // namespace
+
+TEST_CASE("ASTText: an AST up to kAstTextBlockDepth deep prints as one indented tree") {
+  KernelOpRef ast = addChain(kAstTextBlockDepth - 2);
+  REQUIRE(astDepth(*ast) == kAstTextBlockDepth);
+  std::string text = printAst(*ast);
+  CHECK(text.rfind("BufferOps.STORE idx=0 dtype=float32\n", 0) == 0);
+  CHECK(blockCount(text) == 0);
+  CHECK(text.find('$') == std::string::npos);
+  // the LOAD at the bottom is kAstTextBlockDepth - 1 levels down; its view one more
+  CHECK(text.find("\n" + spaces(2 * kAstTextBlockDepth - 2) + "BufferOps.LOAD idx=1") != std::string::npos);
+  CHECK(maxIndent(text) == 2 * kAstTextBlockDepth);
+  checkRoundTrip(ast);
+}
+
+TEST_CASE("ASTText: one level deeper, the node at the bottom of the root's block is a block of its own") {
+  const int T = kAstTextBlockDepth;
+  KernelOpRef ast = addChain(T - 1);
+  REQUIRE(astDepth(*ast) == T + 1);
+  // the block $0 (the last ADD, over the LOAD), then the root's block: STORE, T - 2 ADDs, a
+  // reference to $0 T - 1 levels down, and the ADDs' CONSTs from the deepest up
+  std::string want = "$0 = BinaryOps.ADD\n"
+                     "  BufferOps.LOAD idx=1 dtype=float32\n"
+                     "    view shape=(10,) strides=(1,) offset=0 mask=None contiguous=True\n" +
+                     const1(2) +
+                     "BufferOps.STORE idx=0 dtype=float32\n"
+                     "  view shape=(10,) strides=(1,) offset=0 mask=None contiguous=True\n";
+  for (int d = 1; d <= T - 2; ++d) want += spaces(2 * d) + "BinaryOps.ADD\n";
+  want += spaces(2 * (T - 1)) + "$0\n";
+  for (int d = T - 2; d >= 1; --d) want += const1(2 * (d + 1));
+  CHECK(printAst(*ast) == want);
+  checkRoundTrip(ast);
+}
+
+TEST_CASE("ASTText: a deep chain prints in blocks, in size linear in its length, and reads back") {
+  const int T = kAstTextBlockDepth;
+  KernelOpRef small = addChain(1000), large = addChain(20000);
+  std::string smallText = printAst(*small), text = printAst(*large);
+  // the root's block holds T - 2 ops, every other block up to T - 1: ceil((n - (T - 2)) / (T - 1))
+  // blocks, which is n / (T - 1) rounded down
+  CHECK(blockCount(text) == 20000 / (T - 1));
+  CHECK(blockCount(smallText) == 1000 / (T - 1));
+  CHECK(maxIndent(text) <= static_cast<size_t>(2 * T));
+  // bytes per op do not grow with the chain (indented by depth, 20,000 ops printed 1.2 GB)
+  double perOpSmall = static_cast<double>(smallText.size()) / 1000, perOp = static_cast<double>(text.size()) / 20000;
+  CAPTURE(perOpSmall);
+  CAPTURE(perOp);
+  CHECK(perOp < 1.05 * perOpSmall);
+  CHECK(text.size() < 20000 * (3 * T + 200));
+  // the root's block comes last, and the blocks' labels are numbered in print order
+  CHECK(text.find("\nBufferOps.STORE idx=0") != std::string::npos);
+  CHECK(text.rfind("\n$") < text.find("\nBufferOps.STORE idx=0"));
+  CHECK(text.rfind("$0 = BinaryOps.ADD\n", 0) == 0);
+  CHECK(text.find("\n$1 = BinaryOps.ADD\n") != std::string::npos);
+  CHECK(text.find(fmt::format("\n{}$0\n", spaces(2 * (T - 1)))) != std::string::npos);
+  KernelOpRef back = parseAst(text, "deep.ast");
+  CHECK(*back == *large);
+  CHECK(printAst(*back) == text);
+  checkRoundTrip(small);
+}
+
+TEST_CASE("ASTText: shared subtrees of a deep AST are blocks printed once") {
+  Tensor a = E({10});
+  SUBCASE("a subtree read at the bottom and at the top of a long chain") {
+    Tensor s = a.exp();
+    Tensor x = s;
+    for (int i = 0; i < 3 * kAstTextBlockDepth; ++i) x = x + 1;
+    auto asts = kernelAsts({x * s});
+    REQUIRE(asts.size() == 1);
+    std::string text = printAst(*asts[0]);
+    CAPTURE(text.substr(0, 2000));
+    CHECK(astDepth(*asts[0]) > kAstTextBlockDepth);
+    // exp(a) is exp2(a * log2(e)): defined once, first (the deepest block reads it), read twice
+    size_t exp2 = text.find("UnaryOps.EXP2");
+    CHECK(text.rfind("$0 = UnaryOps.EXP2\n", 0) == 0);
+    CHECK(text.find("UnaryOps.EXP2", exp2 + 1) == std::string::npos);
+    size_t refs = 0;
+    for (size_t at = text.find("$0\n"); at != std::string::npos; at = text.find("$0\n", at + 1)) ++refs;
+    CHECK(refs == 2);
+    CHECK(text.find("\n    $0\n") != std::string::npos); // the MUL's right operand, in the root's block
+    checkRoundTrip(asts[0]);
+  }
+  SUBCASE("x * x repeated: each MUL is read twice, so each is a block of three lines") {
+    Tensor x = a.exp();
+    const int n = kAstTextBlockDepth + 50;
+    for (int i = 0; i < n; ++i) x = x * x;
+    auto asts = kernelAsts({x});
+    REQUIRE(asts.size() == 1);
+    std::string text = printAst(*asts[0]);
+    CAPTURE(text.substr(0, 2000));
+    CHECK(astDepth(*asts[0]) > kAstTextBlockDepth);
+    CHECK(blockCount(text) == n); // the EXP2 and the n - 1 MULs below the top one
+    CHECK(std::count(text.begin(), text.end(), '\n') < 3 * n + 20);
+    CHECK(text.find(fmt::format("\n${} = BinaryOps.MUL\n  ${}\n  ${}\n", n - 1, n - 2, n - 2)) !=
+          std::string::npos);
+    checkRoundTrip(asts[0]);
+  }
+}
+
+TEST_CASE("ASTText: the blocks of deep ASTs in one file, and malformed blocks") {
+  KernelOpRef a = addChain(kAstTextBlockDepth + 10), b = addChain(3 * kAstTextBlockDepth);
+  std::string first = printAst(*a);
+  std::string text = first + "\n# the second\n" + printAst(*b);
+  auto back = parseAsts(text, "two.ast");
+  REQUIRE(back.size() == 2);
+  CHECK(*back[0] == *a); // each AST numbers its labels from $0
+  CHECK(*back[1] == *b);
+  // parseAst reads one AST: the second one's first block is an error at its line
+  auto secondLine = std::count(first.begin(), first.end(), '\n') + 3;
+  CHECK(parseErrorOf(text) ==
+        fmt::format("bad.ast:{}:1: error: expected one AST, found a second one", secondLine));
+  // a block must be followed by the AST that reads it; labels are defined once
+  std::string block = "$0 = BinaryOps.ADD\n"
+                      "  BufferOps.LOAD idx=1 dtype=float32\n"
+                      "    view shape=(10,) strides=(1,) offset=0 mask=None contiguous=True\n" +
+                      const1(2);
+  CHECK(parseErrorOf(block) ==
+        "bad.ast:6:1: error: unexpected end of input: the block $0 (line 1) is not followed by its AST");
+  CHECK(parseErrorOf(block + block) == "bad.ast:6:1: error: label $0 is defined twice");
+  CHECK(parseErrorOf(block + "$0\n") == "bad.ast:6:1: error: an AST cannot start with a reference");
+  std::string store = "BufferOps.STORE idx=0 dtype=float32\n"
+                      "  view shape=(10,) strides=(1,) offset=0 mask=None contiguous=True\n";
+  CHECK(*parseAst(block + store + "  $0\n", "ok.ast") ==
+        *parseAst(store + "  BinaryOps.ADD\n" + kLoad10 + const1(4), "ok.ast"));
+  // hand-written text nested kMaxAstTextDepth deep is rejected (printAst nests kAstTextBlockDepth)
+  std::string nested = store;
+  for (int d = 1; d <= kMaxAstTextDepth; ++d) nested += spaces(2 * d) + "UnaryOps.NEG\n";
+  CHECK(parseErrorOf(nested).find("nested too deeply") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace lazyjit {
@@ -47,6 +48,13 @@ RunStats realize(const std::vector<LazyBufferRef> &outs, const GraphOptions &o, 
 /// ran it. Set it while no other thread realizes.
 using ScheduleObserver = std::function<void(const ScheduleItem &, const Program *)>;
 void setScheduleObserver(ScheduleObserver obs);
+
+/// Called just before each compute kernel runs, with the buffers it is given (the output first,
+/// as Program::run takes them), while they still hold what the kernel reads: the output may be
+/// written over one of its inputs (an input that dies with it, or an assign's target). lazyjit-dump
+/// --check interprets the kernel here. On the running thread; set it while no other thread realizes.
+using KernelRunObserver = std::function<void(const ScheduleItem &, std::span<Buffer *const>)>;
+void setBeforeKernelObserver(KernelRunObserver obs);
 
 /// One item as runSchedule ran it, with everything needed to run it again on the same buffers
 /// (lazyjit::Jit replays these).

@@ -53,12 +53,14 @@ private:
   std::vector<LazyBufferRef> keep;
 };
 
-/// Row kernels (OPT=5) are formed only for buffers on devices that lower them: a device registers
-/// its name (the part before any ':') when its compiler supports EXPAND-ed reduces.
+/// Row kernels (OPT=5) are formed only for buffers on devices that lower them, by the kind of
+/// device (the part of its name before any ':'). The built-in CPU, CUDA and INTERP are known
+/// without registering (so the fusion decisions do not depend on the Runtime library); another
+/// device registers when its compiler supports EXPAND-ed reduces.
 /// `reducesOfRows`: whether a reduce over whole rows may also compute the row values it reads
 /// (cross-entropy's sum of log_softmax(x) * y as one kernel). That kernel runs the rows one after
 /// another for each output element: fine for a CPU thread, but a GPU would run a loss over the
-/// whole batch on one block, so CUDA registers without it.
+/// whole batch on one block, so CUDA is known without it.
 void registerRowKernelDevice(const std::string &device, bool reducesOfRows = true);
 bool rowKernelDevice(const std::string &device);
 bool rowReduceDevice(const std::string &device);
