@@ -187,5 +187,6 @@ TEST_CASE("Autocast: matmul-like ops compute in the low dtype, losses in float32
   }
   REQUIRE(p.grad().has_value());
   expectDType(*p.grad(), dtypes::float32);
-  CHECK_THROWS_WITH_AS(Tensor::AutocastGuard(dtypes::float32), Contains("float16 or bfloat16"), DTypeError);
+  CHECK_THROWS_WITH_AS([] { Tensor::AutocastGuard guard(dtypes::float32); }(), Contains("float16 or bfloat16"),
+                       DTypeError);
 }
