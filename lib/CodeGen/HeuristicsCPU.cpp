@@ -348,7 +348,8 @@ bool slidingWindow(const Kernel &k, size_t vec, int64_t lanes) {
 // with N as the vector: W6 (B = 256) 6.5-6.6 vs 7.3-7.9 ms. Tried on a copy; returns whether it
 // applied.
 bool scatterTile(Kernel &k, size_t vec, size_t tile, bool strided = false) {
-  if (!k.reduceop || !varsFromAst(*k.ast).empty() || k.bufs[0]->bufferDType() != dtypes::float32) return false;
+  if (!k.reduceop || !varsFromAst(*k.ast).empty() || (k.bufs[0]->bufferDType() != dtypes::float32 && !k.bufs[0]->bufferDType().isHalfWidth()))
+    return false;
   bool wide = k.opts.vectorBits >= 512;
   int64_t lanes = k.opts.vectorBits / 32;
   int64_t vsize = k.fullShape()[vec].asInt(), tsize = k.fullShape()[tile].asInt();
